@@ -1,0 +1,34 @@
+# The README's commands. `make setup` is cheap to re-run: it only reinstalls when pyproject.toml changed.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.stamp-setup
+
+.PHONY: setup demo test test-fast lint clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# torch first, pinned: a bare `torch` requirement would pull a multi-GB CUDA build.
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+demo: setup
+	$(BIN)/vitscale study run studies/quickstart.yaml
+	$(BIN)/vitscale analyze quickstart
+
+test: setup
+	$(BIN)/python -m pytest -q tests
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow" tests
+
+lint: setup
+	$(BIN)/ruff check platform tests
+	$(BIN)/ruff format --check platform tests
+
+clean:
+	rm -rf $(VENV) mlflow.db mlruns mlartifacts ray_results reports

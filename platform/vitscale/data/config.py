@@ -1,0 +1,29 @@
+"""`DataConfig`: which data set a trial reads, at what resolution, with which augmentation."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class DataConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str = Field("digits", description="digits | synthetic | cifar10 | cifar100 | imagefolder")
+    root: str | None = Field(None, description="local path of the data (cifar*, imagefolder)")
+    download: bool = Field(False, description="cifar*: fetch the archive into root if missing (network)")
+    resolution: int = Field(32, ge=4, description="side of the square images the model sees")
+    val_fraction: float = Field(0.2, gt=0, lt=1, description="share held out for validation (digits, imagefolder)")
+    num_train: int | None = Field(None, ge=1, description="cap on training images (a smaller run)")
+    num_val: int | None = Field(None, ge=1, description="cap on validation images")
+    num_classes: int = Field(10, ge=2, description="synthetic: number of classes")
+    crop_padding: int = Field(4, ge=0, description="random crop with this padding (in source pixels); 0 = off")
+    hflip: bool | None = Field(None, description="random horizontal flip; default: the data set's own choice")
+    split_seed: int = Field(0, ge=0, description="seed of the train/val split and synthetic generation")
+
+    @model_validator(mode="after")
+    def _check_dataset(self) -> DataConfig:
+        from vitscale.data.registry import DATASETS
+
+        if self.dataset not in DATASETS:
+            raise ValueError(f"dataset: unknown data set {self.dataset!r}; choose one of {sorted(DATASETS)}")
+        return self

@@ -1,0 +1,34 @@
+"""Exceptions shared across vitscale.
+
+`UserError` is anything the user can fix (a spec key, a path, a flag, an unreachable
+service): the CLI prints its message as one line and exits with code 2. Everything else
+is a bug and keeps its traceback. `TrialFailure` subclasses end one trial, never a study.
+"""
+
+
+class UserError(Exception):
+    """A mistake the user can fix; the message names the key or path and the fix."""
+
+
+class TrialFailure(Exception):
+    """One trial cannot go on; recorded as FAILED with `reason`, the study continues."""
+
+    reason = "failed"
+
+
+class SolverError(TrialFailure):
+    """The ODE solver gave up (step size underflow, too many steps)."""
+
+    reason = "solver_error"
+
+
+class TrialDiverged(TrialFailure):
+    """The training loss became NaN or infinite."""
+
+    reason = "diverged"
+
+
+class TrialOutOfMemory(TrialFailure):
+    """The trial's device ran out of memory."""
+
+    reason = "out_of_memory"

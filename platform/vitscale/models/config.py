@@ -1,0 +1,73 @@
+"""`ModelConfig`: the architecture of one model (mixer x regime x size).
+
+Reused verbatim by the study spec (`trial.model`), so every field here is searchable.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+ODE_SOLVERS = ("dopri5", "bosh3", "adaptive_heun", "rk4", "midpoint", "euler")
+FIXED_GRID_SOLVERS = ("rk4", "midpoint", "euler")
+
+
+class OdeConfig(BaseModel):
+    """Settings passed straight through to torchdiffeq.odeint."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    solver: Literal["dopri5", "bosh3", "adaptive_heun", "rk4", "midpoint", "euler"] = "dopri5"
+    rtol: float = Field(1e-3, gt=0, description="relative tolerance (adaptive solvers)")
+    atol: float = Field(1e-4, gt=0, description="absolute tolerance (adaptive solvers)")
+    step_size: float | None = Field(
+        None, gt=0, description="step of fixed-grid solvers; default 1.0 (one step per unit time)"
+    )
+    t_end: float | None = Field(None, gt=0, description="integrate over [0, t_end]; default: depth")
+    adjoint: bool = Field(False, description="backpropagate with the adjoint method (O(1) memory)")
+    max_num_steps: int = Field(1000, ge=1, description="adaptive solvers give up after this many steps")
+
+
+class ModelConfig(BaseModel):
+    """One ViT: patch embedding, `depth` blocks of (mixer, MLP) stacked by `regime`, a head."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mixer: str = Field("attention", description="token mixer: attention | ssog (see vitscale.models.MIXERS)")
+    regime: str = Field("discrete", description="block stacking: discrete | looped | ode")
+    width: int = Field(64, ge=1, description="embedding dimension")
+    depth: int = Field(4, ge=1, description="blocks (discrete), applications (looped), default t_end (ode)")
+    heads: int = Field(4, ge=1)
+    mlp_ratio: float = Field(4.0, gt=0)
+    patch_size: int = Field(4, ge=1)
+    in_chans: int = Field(3, ge=1, description="set from the data set in a trial")
+    num_classes: int = Field(10, ge=2, description="set from the data set in a trial")
+    image_size: int = Field(32, ge=1, description="build resolution; set from data.resolution in a trial")
+    num_gaussians: int = Field(4, ge=1, description="SSoG: Gaussians per head and axis")
+    ssog_offsets: bool = Field(True, description="SSoG: learn Gaussian centre offsets")
+    attention_backend: Literal["sdpa", "math"] = Field(
+        "sdpa", description="attention: fused F.scaled_dot_product_attention or explicit N x N weights"
+    )
+    ode: OdeConfig = Field(default_factory=OdeConfig)
+
+    @model_validator(mode="after")
+    def _check_shapes(self) -> ModelConfig:
+        from vitscale.models.registry import MIXERS, REGIMES
+
+        if self.mixer not in MIXERS:
+            raise ValueError(f"mixer: unknown mixer {self.mixer!r}; choose one of {sorted(MIXERS)}")
+        if self.regime not in REGIMES:
+            raise ValueError(f"regime: unknown regime {self.regime!r}; choose one of {sorted(REGIMES)}")
+        if self.width % self.heads:
+            raise ValueError(f"heads: {self.heads} does not divide width {self.width}")
+        if self.image_size % self.patch_size:
+            raise ValueError(
+                f"image_size: {self.image_size} is not divisible by patch_size {self.patch_size}"
+            )
+        return self
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        side = self.image_size // self.patch_size
+        return side, side
