@@ -1,0 +1,41 @@
+"""How a study lands in MLflow: the contract between the writers (tune, bench) and readers (analyze).
+
+One experiment per study (`tracking.experiment`, default: the study name). In it:
+- one parent run per study execution: tags ROLE=study, STUDY=<name>, KIND=train|benchmark,
+  SPEC_HASH, GIT_COMMIT, versions; artifact `spec.yaml` (the resolved spec).
+- one child run per trial, nested under the parent (tag mlflow.parentRunId): tags ROLE=trial,
+  STUDY, KIND, TRIAL_ID, STATUS, FAILURE_REASON, STOPPED_EARLY, NODE_ID, CONFIG_KEY.
+  Params: the flattened resolved trial config with dotted keys (`model.mixer`, `model.width`,
+  `data.resolution`, `train.seed`, ...). Metrics: every epoch metric with step=epoch, and the
+  final values (MLflow's latest value per key).
+- benchmark studies: one child run per configuration; params `bench.*`
+  (mixer, regime, resolution, attention_backend, batch_size, mode, dtype, device, compile, width,
+  depth, heads, patch_size, num_gaussians); metrics BENCH_METRICS; STATUS is FINISHED or FAILED
+  with FAILURE_REASON `oom` for an out-of-memory configuration.
+"""
+
+TAG_PREFIX = "vitscale."
+ROLE = "vitscale.role"  # "study" | "trial"
+STUDY = "vitscale.study"
+KIND = "vitscale.kind"  # "train" | "benchmark"
+SPEC_HASH = "vitscale.spec_hash"
+GIT_COMMIT = "vitscale.git_commit"
+TRIAL_ID = "vitscale.trial_id"
+STATUS = "vitscale.status"  # FINISHED | FAILED | KILLED | RUNNING
+FAILURE_REASON = "vitscale.failure_reason"  # diverged | solver_error | out_of_memory | oom | error: ...
+STOPPED_EARLY = "vitscale.stopped_early"  # "true" | "false" (ASHA stopped it)
+NODE_ID = "vitscale.node_id"
+CONFIG_KEY = "vitscale.config_key"  # hash of the trial config without the seed: groups replicates
+PARENT_RUN_ID = "mlflow.parentRunId"
+
+STATUSES = ("FINISHED", "FAILED", "KILLED", "RUNNING")
+
+BENCH_METRICS = (
+    "images_per_second",
+    "latency_ms",
+    "peak_memory_mb",
+    "flops_per_image",
+    "nfe",
+    "tokens",
+    "params",
+)
