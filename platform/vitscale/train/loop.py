@@ -1,0 +1,259 @@
+"""`fit`: one trial's training loop, usable alone (`vitscale train`) or inside a Ray Tune trial.
+
+Data stays on the device as uint8 and is augmented there per batch (vitscale.data), so the loop
+has no DataLoader. Each epoch ends with an evaluation, an atomic checkpoint and one `report`
+call; resuming from a checkpoint continues bit-for-bit on CPU.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from vitscale import data as vdata
+from vitscale.errors import TrialDiverged, TrialOutOfMemory
+from vitscale.models import build
+from vitscale.models.config import ModelConfig
+from vitscale.models.measure import count_params, flops_per_image
+from vitscale.train.checkpoint import (
+    TrainState,
+    capture_rng,
+    find_checkpoint,
+    load_checkpoint,
+    restore_rng,
+    save_checkpoint,
+)
+from vitscale.train.config import TrialConfig
+from vitscale.train.progress import EpochProgress
+from vitscale.train.schedule import warmup_cosine
+
+ReportFn = Callable[[dict[str, float], Path | None], None]
+
+
+@dataclass
+class FitResult:
+    """The final epoch's metrics, every epoch's metrics, and the model as it was built."""
+
+    metrics: dict[str, float]
+    history: list[dict[str, float]] = field(default_factory=list)
+    model_config: ModelConfig | None = None
+    checkpoint: Path | None = None
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        from vitscale.errors import UserError
+
+        raise UserError(f"train.device: {name!r} requested but CUDA is not available; use cpu or auto")
+    return device
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def trial_model_config(config: TrialConfig, bundle: vdata.DataBundle) -> ModelConfig:
+    """The model as the data dictates it: classes, channels and resolution come from the data set."""
+    return ModelConfig.model_validate(
+        {
+            **config.model.model_dump(),
+            "num_classes": bundle.num_classes,
+            "in_chans": bundle.in_chans,
+            "image_size": config.data.resolution,
+        }
+    )
+
+
+def make_optimizer(model: nn.Module, config) -> torch.optim.AdamW:
+    """AdamW; no weight decay on biases, norms, embeddings and anything the model lists."""
+    skip = set(getattr(model, "no_weight_decay", lambda: ())())
+    decay, no_decay = [], []
+    for name, param in model.named_parameters():
+        if not param.requires_grad:
+            continue
+        (no_decay if param.ndim <= 1 or name in skip else decay).append(param)
+    groups = [
+        {"params": decay, "weight_decay": config.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=config.lr, betas=tuple(config.betas))
+
+
+def fit(
+    config: TrialConfig,
+    report: ReportFn | None = None,
+    checkpoint_dir: str | Path | None = None,
+    resume_from: str | Path | None = None,
+    show_progress: bool = False,
+) -> FitResult:
+    """Train one trial. Raises TrialDiverged / SolverError / TrialOutOfMemory (all TrialFailure).
+
+    `checkpoint_dir`: where each epoch's checkpoint is written (and, if it already holds one and
+    `resume_from` is not given, where training resumes from). `report(metrics, checkpoint_dir)`
+    is called after every epoch, once the checkpoint is safely on disk.
+    """
+    train_cfg = config.train
+    device = resolve_device(train_cfg.device)
+    if train_cfg.threads:
+        torch.set_num_threads(train_cfg.threads)
+    seed_everything(train_cfg.seed)
+
+    bundle = vdata.load(config.data, device)
+    model_config = trial_model_config(config, bundle)
+    model = build(model_config).to(device)
+    params = count_params(model)
+    flops = flops_per_image(model, config.data.resolution)
+    runner = torch.compile(model) if train_cfg.compile else model
+
+    batch_size = min(train_cfg.batch_size, len(bundle.train_labels))
+    steps_per_epoch = len(bundle.train_labels) // batch_size
+    optimizer = make_optimizer(model, train_cfg)
+    scheduler = warmup_cosine(
+        optimizer,
+        total_steps=steps_per_epoch * train_cfg.epochs,
+        warmup_steps=round(steps_per_epoch * train_cfg.warmup_epochs),
+        min_lr_ratio=train_cfg.min_lr_ratio,
+    )
+    generator = torch.Generator(device=device)
+    generator.manual_seed(train_cfg.seed)
+
+    history: list[dict[str, float]] = []
+    start = find_checkpoint(checkpoint_dir) if resume_from is None else Path(resume_from)
+    if start is not None and start.is_dir():
+        start = find_checkpoint(start)
+    if start is not None:
+        state = load_checkpoint(start, map_location=device)
+        model.load_state_dict(state.model)
+        optimizer.load_state_dict(state.optimizer)
+        scheduler.load_state_dict(state.scheduler)
+        restore_rng(state.rng, generator)
+        history = list(state.history)
+
+    autocast = (
+        torch.autocast("cuda", dtype=torch.bfloat16)
+        if device.type == "cuda" and train_cfg.amp
+        else nullcontext()
+    )
+    static = {"params": float(params), "flops_per_image": float(flops)}
+    progress = EpochProgress(enabled=show_progress, epochs=train_cfg.epochs, steps=steps_per_epoch)
+    checkpoint = find_checkpoint(checkpoint_dir)
+    if history and len(history) >= train_cfg.epochs and report is not None:
+        # Resumed at the very end (e.g. a study restarted after this trial's last checkpoint):
+        # report the final epoch again so the caller sees the trial's result.
+        report(history[-1], Path(checkpoint_dir) if checkpoint_dir else None)
+    with progress:
+        for epoch in range(len(history) + 1, train_cfg.epochs + 1):
+            t0 = time.perf_counter()
+            train_stats = _train_epoch(
+                runner, model, bundle, config, batch_size, optimizer, scheduler, generator,
+                autocast, device, epoch, progress,
+            )
+            train_seconds = time.perf_counter() - t0
+            val_stats = evaluate(runner, bundle, config, autocast)
+            metrics = {
+                "epoch": float(epoch),
+                **train_stats,
+                **val_stats,
+                "lr": optimizer.param_groups[0]["lr"],
+                "epoch_seconds": time.perf_counter() - t0,
+                "train_images_per_second": steps_per_epoch * batch_size / max(train_seconds, 1e-9),
+                **static,
+            }
+            history.append(metrics)
+            if checkpoint_dir is not None:
+                checkpoint = save_checkpoint(
+                    checkpoint_dir,
+                    TrainState(
+                        epoch=epoch,
+                        model=model.state_dict(),
+                        optimizer=optimizer.state_dict(),
+                        scheduler=scheduler.state_dict(),
+                        rng=capture_rng(generator),
+                        history=history,
+                    ),
+                )
+            progress.epoch_done(epoch, metrics)
+            if report is not None:
+                report(metrics, Path(checkpoint_dir) if checkpoint_dir else None)
+    return FitResult(metrics=history[-1], history=history, model_config=model_config, checkpoint=checkpoint)
+
+
+def _train_epoch(
+    runner, model, bundle, config, batch_size, optimizer, scheduler, generator, autocast, device, epoch,
+    progress,
+) -> dict[str, float]:
+    runner.train()
+    loss_sum = torch.zeros((), device=device)
+    nfe: list[int] = []
+    steps = 0
+    progress.begin(epoch)
+    try:
+        for step, (images, labels) in enumerate(
+            vdata.train_batches(bundle, config.data, batch_size, generator), start=1
+        ):
+            with autocast:
+                logits = runner(images)
+                loss = F.cross_entropy(logits.float(), labels, label_smoothing=config.train.label_smoothing)
+            if not torch.isfinite(loss):
+                raise TrialDiverged(f"loss is {loss.item()} at epoch {epoch}, step {step}")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if config.train.grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), config.train.grad_clip)
+            optimizer.step()
+            scheduler.step()
+            loss_sum += loss.detach()
+            steps += 1
+            if getattr(model, "last_nfe", None) is not None:
+                nfe.append(model.last_nfe)
+            progress.step(step, loss)
+    except torch.OutOfMemoryError as exc:
+        raise TrialOutOfMemory(f"out of memory at epoch {epoch}: {str(exc).splitlines()[0]}") from exc
+    stats = {"train_loss": (loss_sum / max(steps, 1)).item()}
+    if nfe:
+        stats["nfe_mean"] = float(sum(nfe) / len(nfe))
+    return stats
+
+
+@torch.inference_mode()
+def evaluate(runner, bundle, config: TrialConfig, autocast=nullcontext()) -> dict[str, float]:
+    """Validation loss (no smoothing), top-1 and top-5 accuracy as fractions."""
+    runner.eval()
+    batch_size = config.train.eval_batch_size or 2 * config.train.batch_size
+    device = bundle.val_labels.device
+    loss_sum = torch.zeros((), device=device)
+    top1 = torch.zeros((), device=device)
+    top5 = torch.zeros((), device=device)
+    count = 0
+    k = min(5, bundle.num_classes)
+    for images, labels in vdata.eval_batches(bundle, config.data, batch_size):
+        with autocast:
+            logits = runner(images).float()
+        loss_sum += F.cross_entropy(logits, labels, reduction="sum")
+        best = logits.topk(k, dim=1).indices
+        hits = best == labels[:, None]
+        top1 += hits[:, 0].sum()
+        top5 += hits.any(dim=1).sum()
+        count += len(labels)
+    count = max(count, 1)
+    val_loss = (loss_sum / count).item()
+    return {
+        "val_loss": val_loss if math.isfinite(val_loss) else float("nan"),
+        "val_top1": (top1 / count).item(),
+        "val_top5": (top5 / count).item(),
+    }
