@@ -1,0 +1,157 @@
+"""MLflow access for vitscale: check the tracking URI, create the study's parent run, find or
+create trial child runs, log params/metrics in batches. Writers (tune callback, bench) and the
+analysis share these so the layout in `tracking.layout` is written in one place.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from vitscale.errors import UserError
+from vitscale.tracking import layout
+
+MAX_PARAM_CHARS = 6000
+_BATCH = 900  # MLflow accepts at most 1000 metrics / 100 params per log_batch
+
+
+def is_local_store(uri: str) -> bool:
+    """SQLite and file stores live on the driver's disk: a remote cluster cannot write there."""
+    return uri.startswith(("sqlite:", "file:", "/", ".")) or "://" not in uri
+
+
+def check_tracking_uri(uri: str, *, remote_driver: bool = False, timeout: float = 5.0) -> None:
+    """Fail early, in one line, when the tracking store cannot be used."""
+    if remote_driver and is_local_store(uri):
+        raise UserError(
+            f"tracking.uri: {uri!r} is a local store that a remote cluster cannot write to; "
+            "start an MLflow server (infra/mlflow or infra/local/mlflow-up.sh) and pass "
+            "--tracking-uri http://HOST:5000"
+        )
+    if uri.startswith(("http://", "https://")):
+        try:
+            with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout) as resp:
+                resp.read()
+        except (urllib.error.URLError, OSError) as exc:
+            raise UserError(
+                f"tracking.uri: cannot reach the MLflow server at {uri} ({exc}); start it "
+                "(infra/local/mlflow-up.sh) or pass another --tracking-uri"
+            ) from None
+
+
+def client_for(uri: str):
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def ensure_experiment(client, name: str) -> str:
+    experiment = client.get_experiment_by_name(name)
+    if experiment is not None:
+        if experiment.lifecycle_stage == "deleted":
+            client.restore_experiment(experiment.experiment_id)
+        return experiment.experiment_id
+    return client.create_experiment(name)
+
+
+def git_commit(cwd: str | Path | None = None) -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=True
+        )
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in ("torch", "ray", "optuna", "mlflow", "torchdiffeq", "vitscale"):
+        try:
+            out[f"{layout.TAG_PREFIX}version.{name}"] = version(name)
+        except PackageNotFoundError:
+            out[f"{layout.TAG_PREFIX}version.{name}"] = "absent"
+    return out
+
+
+def create_study_run(
+    client, experiment_id: str, study: str, kind: str, spec_hash: str, spec_yaml: str, run_name: str | None = None
+) -> str:
+    """The parent run of one study execution, tagged and holding the resolved spec."""
+    tags = {
+        layout.ROLE: "study",
+        layout.STUDY: study,
+        layout.KIND: kind,
+        layout.SPEC_HASH: spec_hash,
+        layout.GIT_COMMIT: git_commit(),
+        **package_versions(),
+    }
+    run = client.create_run(experiment_id, tags=tags, run_name=run_name or study)
+    client.log_text(run.info.run_id, spec_yaml, "spec.yaml")
+    return run.info.run_id
+
+
+def find_child_run(client, experiment_id: str, parent_run_id: str, trial_id: str) -> str | None:
+    runs = client.search_runs(
+        [experiment_id],
+        filter_string=(
+            f"tags.`{layout.PARENT_RUN_ID}` = '{parent_run_id}' and tags.`{layout.TRIAL_ID}` = '{trial_id}'"
+        ),
+        max_results=1,
+    )
+    return runs[0].info.run_id if runs else None
+
+
+def create_child_run(
+    client, experiment_id: str, parent_run_id: str, study: str, kind: str, trial_id: str,
+    run_name: str, tags: Mapping[str, str] | None = None,
+) -> str:
+    all_tags = {
+        layout.PARENT_RUN_ID: parent_run_id,
+        layout.ROLE: "trial",
+        layout.STUDY: study,
+        layout.KIND: kind,
+        layout.TRIAL_ID: trial_id,
+        layout.STATUS: "RUNNING",
+        **(tags or {}),
+    }
+    return client.create_run(experiment_id, tags=all_tags, run_name=run_name).info.run_id
+
+
+def log_params(client, run_id: str, params: Mapping[str, Any]) -> None:
+    from mlflow.entities import Param
+
+    items = [Param(k, str(v)[:MAX_PARAM_CHARS]) for k, v in params.items()]
+    for i in range(0, len(items), 100):
+        client.log_batch(run_id, params=items[i : i + 100])
+
+
+def log_metrics(client, run_id: str, metrics: Mapping[str, Any], step: int) -> None:
+    """Numeric values only (strings and None are skipped); one timestamp for the whole step."""
+    from mlflow.entities import Metric
+
+    now = int(time.time() * 1000)
+    items = [
+        Metric(k, float(v), now, step)
+        for k, v in metrics.items()
+        if isinstance(v, int | float) and not isinstance(v, bool)
+    ]
+    for i in range(0, len(items), _BATCH):
+        client.log_batch(run_id, metrics=items[i : i + _BATCH])
+
+
+def set_tags(client, run_id: str, tags: Mapping[str, Any]) -> None:
+    from mlflow.entities import RunTag
+
+    client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+
+
+def last_logged_step(client, run_id: str, key: str = "epoch") -> int:
+    history = client.get_metric_history(run_id, key)
+    return max((m.step for m in history), default=-1)

@@ -1,0 +1,139 @@
+"""The Ray Tune callback that writes every trial of a study to MLflow, from the driver.
+
+One writer keeps an embedded SQLite store safe and spares worker nodes a route to the tracking
+server. The callback is pickled with the experiment (for `study resume`), so it keeps only plain
+values and finds its state again in MLflow: a resumed trial continues its own child run (found by
+trial id) and epochs already logged are not logged twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ray.tune import Callback
+
+from vitscale.tracking import layout, store
+
+# Keys of a trial's result that are not metrics (strings, bookkeeping of Tune and vitscale).
+RESULT_FAILURE_REASON = "failure_reason"
+RESULT_FAILURE_MESSAGE = "failure_message"
+RESULT_NODE_ID = "node_id"
+RESULT_PLANNED_EPOCHS = "planned_epochs"
+_TUNE_KEYS = {
+    "training_iteration", "time_this_iter_s", "time_total_s", "timestamp", "time_since_restore",
+    "iterations_since_restore", "timesteps_total", "episodes_total", "pid", "date", "done",
+    "timesteps_since_restore", RESULT_PLANNED_EPOCHS,
+}
+
+
+@dataclass
+class TrialDescription:
+    """What MLflow shows of a trial before its first result: name, params, replicate group."""
+
+    run_name: str
+    params: dict[str, Any]
+    config_key: str
+
+
+class MlflowStudyCallback(Callback):
+    def __init__(
+        self,
+        tracking_uri: str,
+        experiment_id: str,
+        parent_run_id: str,
+        study: str,
+        kind: str,
+        describe: Callable[[dict], TrialDescription],
+    ) -> None:
+        self.tracking_uri = tracking_uri
+        self.experiment_id = experiment_id
+        self.parent_run_id = parent_run_id
+        self.study = study
+        self.kind = kind
+        self.describe = describe
+        self._client = None
+        self._runs: dict[str, str] = {}
+        self._last_step: dict[str, int] = {}
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.update(_client=None, _runs={}, _last_step={})
+        return state
+
+    @property
+    def client(self):
+        if self._client is None:
+            self._client = store.client_for(self.tracking_uri)
+        return self._client
+
+    # -- runs -------------------------------------------------------------------------------
+    def run_id(self, trial) -> str:
+        """The trial's child run: found again after a resume, created on first sight."""
+        if trial.trial_id in self._runs:
+            return self._runs[trial.trial_id]
+        run_id = store.find_child_run(self.client, self.experiment_id, self.parent_run_id, trial.trial_id)
+        if run_id is None:
+            description = self.describe(trial.config)
+            run_id = store.create_child_run(
+                self.client, self.experiment_id, self.parent_run_id, self.study, self.kind,
+                trial.trial_id, run_name=f"{trial.trial_id} {description.run_name}",
+                tags={layout.CONFIG_KEY: description.config_key},
+            )
+            store.log_params(self.client, run_id, description.params)
+            self._last_step[run_id] = -1
+        else:
+            self.client.update_run(run_id, status="RUNNING")
+            store.set_tags(self.client, run_id, {layout.STATUS: "RUNNING"})
+            self._last_step[run_id] = store.last_logged_step(self.client, run_id)
+        self._runs[trial.trial_id] = run_id
+        return run_id
+
+    # -- Tune hooks --------------------------------------------------------------------------
+    def on_trial_start(self, iteration, trials, trial, **info) -> None:
+        self.run_id(trial)
+
+    def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
+        run_id = self.run_id(trial)
+        if result.get(RESULT_FAILURE_REASON):
+            return  # the failure report carries no new epoch; on_trial_complete records it
+        step = int(result.get("epoch", result.get("training_iteration", 0)))
+        if step <= self._last_step.get(run_id, -1):
+            return  # re-reported after a restore: already in MLflow
+        metrics = {k: v for k, v in result.items() if k not in _TUNE_KEYS and k != "config"}
+        store.log_metrics(self.client, run_id, metrics, step=step)
+        self._last_step[run_id] = step
+        if result.get(RESULT_NODE_ID) and step <= 1:
+            store.set_tags(self.client, run_id, {layout.NODE_ID: result[RESULT_NODE_ID]})
+        elif result.get(RESULT_NODE_ID):
+            store.set_tags(self.client, run_id, {layout.NODE_ID: result[RESULT_NODE_ID]})
+
+    def on_trial_complete(self, iteration, trials, trial, **info) -> None:
+        run_id = self.run_id(trial)
+        result = trial.last_result or {}
+        reason = result.get(RESULT_FAILURE_REASON) or ""
+        planned = result.get(RESULT_PLANNED_EPOCHS)
+        epoch = result.get("epoch")
+        stopped_early = bool(not reason and planned and epoch is not None and epoch < planned)
+        status = "FAILED" if reason else "FINISHED"
+        tags = {layout.STATUS: status, layout.STOPPED_EARLY: str(stopped_early).lower()}
+        if reason:
+            tags[layout.FAILURE_REASON] = f"{reason}: {result.get(RESULT_FAILURE_MESSAGE, '')}".strip(": ")
+        store.set_tags(self.client, run_id, tags)
+        self.client.set_terminated(run_id, "FAILED" if reason else "FINISHED")
+
+    def on_trial_error(self, iteration, trials, trial, **info) -> None:
+        run_id = self.run_id(trial)
+        error = trial.get_error()
+        message = str(error).strip().splitlines()[-1] if error else "unknown error"
+        store.set_tags(
+            self.client, run_id,
+            {layout.STATUS: "FAILED", layout.FAILURE_REASON: f"error: {message}"[:4000],
+             layout.STOPPED_EARLY: "false"},
+        )
+        self.client.set_terminated(run_id, "FAILED")
+
+    def on_experiment_end(self, trials, **info) -> None:
+        # Trials that never finished (e.g. the run was interrupted) stay RUNNING; `resume` ends them.
+        self.client.set_terminated(self.parent_run_id, "FINISHED")
