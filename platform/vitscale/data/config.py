@@ -12,13 +12,27 @@ class DataConfig(BaseModel):
     root: str | None = Field(None, description="local path of the data (cifar*, imagefolder)")
     download: bool = Field(False, description="cifar*: fetch the archive into root if missing (network)")
     resolution: int = Field(32, ge=4, description="side of the square images the model sees")
-    val_fraction: float = Field(0.2, gt=0, lt=1, description="share held out for validation (digits, imagefolder)")
-    num_train: int | None = Field(None, ge=1, description="cap on training images (a smaller run)")
-    num_val: int | None = Field(None, ge=1, description="cap on validation images")
+    source_size: int | None = Field(
+        None, ge=4, description="synthetic, imagefolder: side of the stored images; default: resolution"
+    )
+    val_fraction: float = Field(
+        0.2, gt=0, lt=1, description="share held out for validation (digits, imagefolder)"
+    )
+    num_train: int | None = Field(
+        None, ge=1, description="cap on training images (a smaller run); synthetic: its size (default 4096)"
+    )
+    num_val: int | None = Field(
+        None, ge=1, description="cap on validation images; synthetic: its size (default 1024)"
+    )
     num_classes: int = Field(10, ge=2, description="synthetic: number of classes")
-    crop_padding: int = Field(4, ge=0, description="random crop with this padding (in source pixels); 0 = off")
+    crop_padding: int | None = Field(
+        None,
+        ge=0,
+        description="random crop with this zero padding (in source pixels); 0 = off; "
+        "default: the data set's own (cifar 4, digits 1, imagefolder size/8, synthetic size/16)",
+    )
     hflip: bool | None = Field(None, description="random horizontal flip; default: the data set's own choice")
-    split_seed: int = Field(0, ge=0, description="seed of the train/val split and synthetic generation")
+    split_seed: int = Field(0, ge=0, description="seed of the train/val split, caps and synthetic generation")
 
     @model_validator(mode="after")
     def _check_dataset(self) -> DataConfig:

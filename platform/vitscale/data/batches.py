@@ -1,0 +1,67 @@
+"""Batch iteration for the trainer: shuffled, augmented train batches and ordered eval batches.
+
+All randomness of an epoch (the shuffle, crop offsets, flips) comes from the one
+`torch.Generator` passed in, so saving `generator.get_state()` after an epoch and
+restoring it with `set_state` resumes a run exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+
+from vitscale.data.augment import augment_batch, prepare_batch
+from vitscale.data.bundle import DataBundle
+from vitscale.data.config import DataConfig
+
+Batch = tuple[torch.Tensor, torch.Tensor]  # (float32 images (B, C, R, R), int64 labels (B,))
+
+
+def make_generator(bundle: DataBundle, seed: int) -> torch.Generator:
+    """A generator on the bundle's device (CUDA random ops need a CUDA generator), seeded."""
+    return torch.Generator(device=bundle.device).manual_seed(seed)
+
+
+def augmentation(bundle: DataBundle, config: DataConfig) -> tuple[int, bool]:
+    """(crop_padding, hflip): the config's choice where set, else the data set's default."""
+    padding = bundle.crop_padding if config.crop_padding is None else config.crop_padding
+    hflip = bundle.hflip if config.hflip is None else config.hflip
+    return padding, hflip
+
+
+def num_train_batches(bundle: DataBundle, batch_size: int) -> int:
+    """Steps per epoch of `train_batches` (for LR schedules)."""
+    n = int(bundle.train_labels.numel())
+    return max(1, n // batch_size) if n else 0
+
+
+def train_batches(
+    bundle: DataBundle, config: DataConfig, batch_size: int, generator: torch.Generator
+) -> Iterator[Batch]:
+    """One epoch of shuffled, augmented batches; drop_last, except that a training set smaller
+    than one batch gives a single batch of all of it (so tiny runs still train)."""
+    n = int(bundle.train_labels.numel())
+    if n == 0:
+        return
+    batch_size = min(batch_size, n)
+    padding, hflip = augmentation(bundle, config)
+    order = torch.randperm(n, generator=generator, device=generator.device).to(bundle.device)
+    for start in range(0, n - batch_size + 1, batch_size):
+        idx = order[start : start + batch_size]
+        images = augment_batch(
+            bundle.train_images[idx], config.resolution, bundle.mean, bundle.std, padding, hflip, generator
+        )
+        yield images, bundle.train_labels[idx]
+
+
+def eval_batches(
+    bundle: DataBundle, config: DataConfig, batch_size: int, split: str = "val"
+) -> Iterator[Batch]:
+    """Batches of `split` ("val" or "train") in order, resized and normalised, no augmentation, all samples."""
+    if split not in ("val", "train"):
+        raise ValueError(f"split must be 'val' or 'train', got {split!r}")
+    images, labels = getattr(bundle, f"{split}_images"), getattr(bundle, f"{split}_labels")
+    for start in range(0, int(labels.numel()), batch_size):
+        batch = prepare_batch(images[start : start + batch_size], config.resolution, bundle.mean, bundle.std)
+        yield batch, labels[start : start + batch_size]

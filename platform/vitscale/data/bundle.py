@@ -1,0 +1,102 @@
+"""`DataBundle` and `load`: one trial's data as uint8 tensors on its device.
+
+The images stay raw (uint8, source resolution) so a CIFAR-sized set fits on any GPU;
+`vitscale.data.augment` turns each batch into normalised float32 at the trial resolution.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from vitscale.data.config import DataConfig
+from vitscale.data.registry import DATASETS
+from vitscale.data.source import Source
+from vitscale.data.splits import balanced_subset
+
+
+@dataclass
+class DataBundle:
+    train_images: torch.Tensor  # uint8 (N, C, H, W) on the trial's device
+    train_labels: torch.Tensor  # int64 (N,) on the same device
+    val_images: torch.Tensor
+    val_labels: torch.Tensor
+    num_classes: int
+    in_chans: int
+    class_names: list[str]
+    mean: tuple[float, ...]  # per channel, on the [0, 1] scale, of the full training split
+    std: tuple[float, ...]
+    hflip: bool  # the data set's default: does a horizontal flip keep the class?
+    crop_padding: int  # the data set's default random-crop padding, in source pixels
+    source: str  # registered data set name
+
+    @property
+    def device(self) -> torch.device:
+        return self.train_images.device
+
+    @property
+    def source_size(self) -> tuple[int, int]:
+        """(H, W) of the stored images, before the per-batch resize."""
+        return int(self.train_images.shape[2]), int(self.train_images.shape[3])
+
+    def summary(self) -> dict:
+        """Plain values for logging and the CLI."""
+        return {
+            "dataset": self.source,
+            "num_train": int(self.train_images.shape[0]),
+            "num_val": int(self.val_images.shape[0]),
+            "num_classes": self.num_classes,
+            "in_chans": self.in_chans,
+            "source_size": list(self.source_size),
+            "mean": [round(m, 4) for m in self.mean],
+            "std": [round(s, 4) for s in self.std],
+            "hflip": self.hflip,
+            "crop_padding": self.crop_padding,
+            "device": str(self.device),
+        }
+
+
+def channel_stats(images: torch.Tensor, chunk: int = 4096) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Per-channel mean and std on the [0, 1] scale, in chunks so no full float copy is made."""
+    c = images.shape[1]
+    total = torch.zeros(c, dtype=torch.float64)
+    squares = torch.zeros(c, dtype=torch.float64)
+    for start in range(0, images.shape[0], chunk):
+        x = images[start : start + chunk].to(torch.float64).div_(255.0)
+        total += x.sum(dim=(0, 2, 3)).cpu()
+        squares += x.square().sum(dim=(0, 2, 3)).cpu()
+    count = images.shape[0] * images.shape[2] * images.shape[3]
+    mean = total / max(count, 1)
+    std = (squares / max(count, 1) - mean.square()).clamp_min(0).sqrt().clamp_min(1e-3)
+    return tuple(mean.tolist()), tuple(std.tolist())
+
+
+def _cap(images: torch.Tensor, labels: torch.Tensor, n: int | None, seed: int):
+    if n is None or n >= labels.numel():
+        return images, labels
+    idx = balanced_subset(labels, n, seed)
+    return images[idx], labels[idx]
+
+
+def load(config: DataConfig, device: torch.device | str = "cpu") -> DataBundle:
+    """Read `config.dataset`, apply the num_train/num_val caps (class-balanced, by split_seed), move to `device`."""
+    src: Source = DATASETS[config.dataset](config)
+    mean, std = channel_stats(src.train_images)
+    train_x, train_y = _cap(src.train_images, src.train_labels, config.num_train, config.split_seed)
+    val_x, val_y = _cap(src.val_images, src.val_labels, config.num_val, config.split_seed + 1)
+    device = torch.device(device)
+    return DataBundle(
+        train_images=train_x.contiguous().to(device),
+        train_labels=train_y.to(device),
+        val_images=val_x.contiguous().to(device),
+        val_labels=val_y.to(device),
+        num_classes=len(src.class_names),
+        in_chans=int(train_x.shape[1]),
+        class_names=list(src.class_names),
+        mean=mean,
+        std=std,
+        hflip=src.hflip,
+        crop_padding=src.crop_padding,
+        source=config.dataset,
+    )
