@@ -1,9 +1,11 @@
 """Data sets as uint8 tensors on the trial's device, augmented per batch on that device.
 
-bundle = load(config.data, device)
-gen = make_generator(bundle, seed)            # save gen.get_state() in checkpoints
-for images, labels in train_batches(bundle, config.data, batch_size, gen): ...
-for images, labels in eval_batches(bundle, config.data, eval_batch_size): ...
+How the trainer uses it:
+
+    bundle = load(config.data, device)              # uint8 on the device
+    gen = make_generator(bundle, seed)              # checkpoint gen.get_state() for exact resume
+    for images, labels in train_batches(bundle, config.data, batch_size, gen): ...
+    for images, labels in eval_batches(bundle, config.data, eval_batch_size): ...
 """
 
 from vitscale.data.batches import eval_batches, make_generator, num_train_batches, train_batches
