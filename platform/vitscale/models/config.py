@@ -46,6 +46,11 @@ class ModelConfig(BaseModel):
     image_size: int = Field(32, ge=1, description="build resolution; set from data.resolution in a trial")
     num_gaussians: int = Field(4, ge=1, description="SSoG: Gaussians per head and axis")
     ssog_offsets: bool = Field(True, description="SSoG: learn Gaussian centre offsets")
+    pos_embed: bool | None = Field(
+        None,
+        description="learned absolute position embedding; default: the mixer's choice "
+        "(attention: yes, as in ViT; ssog: no, its kernels already see relative position)",
+    )
     attention_backend: Literal["sdpa", "math"] = Field(
         "sdpa", description="attention: fused F.scaled_dot_product_attention or explicit N x N weights"
     )

@@ -1,0 +1,12 @@
+"""Token mixers, one file each; importing a file registers its class in `MIXERS`.
+
+The mixer contract (what `vit.Block` and `measure` rely on):
+- constructed as `Mixer(config: ModelConfig)`;
+- `forward(x, grid_hw) -> Tensor`: x is (B, P + H·W, C) with P >= 0 prefix (cls) tokens
+  first and the H x W grid tokens row-major after them; returns the same shape;
+- class attribute `wants_pos_embed: bool`: whether the ViT adds a learned absolute
+  position embedding by default (`ModelConfig.pos_embed` overrides it).
+A new mixer is one file here plus one import line below.
+"""
+
+from vitscale.models.mixers import attention, ssog  # noqa: F401

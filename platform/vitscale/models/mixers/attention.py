@@ -1,0 +1,45 @@
+"""Softmax self-attention, the baseline every SSoG claim is measured against.
+
+Two backends with the same weights: `sdpa` (F.scaled_dot_product_attention, the fused
+kernel a fair baseline must use) and `math` (the N x N weights materialised, so the
+quadratic memory and FLOPs are visible and the weights can be inspected).
+Parameters match timm's `Attention` (qkv with bias, proj), so ViT-Ti/S/B built with this
+mixer have the standard parameter counts.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from vitscale.models.config import ModelConfig
+from vitscale.models.registry import register_mixer
+
+
+@register_mixer("attention")
+class Attention(nn.Module):
+    """Multi-head self-attention over all tokens (prefix tokens included)."""
+
+    wants_pos_embed = True  # permutation-equivariant: it needs absolute positions
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.heads = config.heads
+        self.head_dim = config.width // config.heads
+        self.scale = self.head_dim**-0.5
+        self.backend = config.attention_backend
+        self.qkv = nn.Linear(config.width, 3 * config.width)
+        self.proj = nn.Linear(config.width, config.width)
+
+    def forward(self, x: Tensor, grid_hw: tuple[int, int]) -> Tensor:
+        """x: (B, T, C) tokens; grid_hw is unused (attention ignores geometry)."""
+        b, t, c = x.shape
+        qkv = self.qkv(x).reshape(b, t, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)  # (B, heads, T, d) each
+        if self.backend == "sdpa":
+            out = F.scaled_dot_product_attention(q, k, v)
+        else:
+            weights = torch.softmax((q * self.scale) @ k.transpose(-2, -1), dim=-1)  # (B, h, T, T)
+            out = weights @ v
+        return self.proj(out.transpose(1, 2).reshape(b, t, c))

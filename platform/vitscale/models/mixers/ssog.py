@@ -1,0 +1,108 @@
+"""SSoG: separable sum-of-Gaussians token mixing (arXiv 2611.08236), O(K·C·N^1.5) per layer.
+
+Per head h the grid operator is a weighted sum of K separable 2-D Gaussians,
+
+    D_h = sum_k w[h,k] · A_rows[h,k] ⊗ A_cols[h,k],
+
+where A_rows[h,k] (H x H) and A_cols[h,k] (W x W) are 1-D Gaussian kernels with learned
+width sigma (log-parametrised, so always positive) and optional learned centre offset mu,
+in coordinates normalised to the grid (token i sits at i/H), so one set of weights runs
+at any resolution. Each kernel row is normalised to sum to one (a softmax over the
+Gaussian's log-density: numerically safe for any sigma), so every separable term is an
+averaging operator like an attention row; the mixture weights w are free (negative
+weights give difference-of-Gaussians). Values come from a linear projection and go out
+through another, as in attention, but there are no queries or keys: 2·C² fewer weights.
+
+Prefix (cls) tokens: the grid is mixed without them, and each prefix token receives the
+grid mean of the *mixed* values, (1/N)·1^T D_h v (global average pooling after mixing,
+through the same value/output projections). They are a read-out, never a source, so the
+grid operator is exactly D_h. Pooling the mixed (not the raw) values matters: with the
+head reading the cls token, the last block's kernels would otherwise get no gradient.
+
+The operator is applied as two batched matmuls, never as an N x N matrix:
+  1. rows:    u[h, i, k, (j, b, d)] = sum_i' A_rows[h,k,i,i'] v[h, i', (j, b, d)]
+  2. columns: y[h, i, j, (b, d)]    = sum_(k, j') w[h,k] A_cols[h,k,j,j'] u[h, i, (k, j'), (b, d)]
+Step 1 orders its output rows (i, k) so that step 2 contracts over the adjacent pair
+(k, j') in one GEMM with the mixture weights folded into the column kernel. The only
+copies of the activations are the permutes into and out of the head-major layout; the
+column kernel is broadcast over rows (its size does not depend on the batch).
+FLOPs per image: 2·K·N·(H + W)·C.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from vitscale.models.config import ModelConfig
+from vitscale.models.registry import register_mixer
+
+SIGMA_RANGE = (0.03, 0.6)  # initial widths, as fractions of the image side
+
+
+def gaussian_kernels(length: int, log_sigma: Tensor, offset: Tensor | None) -> Tensor:
+    """Row-normalised 1-D Gaussian kernels on a grid of `length` tokens.
+
+    log_sigma, offset: (heads, K). Returns (heads, K, length, length) where row i holds
+    the weights token i gives to tokens j, centred at i/length + offset.
+    """
+    coords = torch.arange(length, device=log_sigma.device, dtype=log_sigma.dtype) / length
+    disp = coords[None, :] - coords[:, None]  # [i, j] = (j - i) / length
+    centred = disp - offset[..., None, None] if offset is not None else disp.expand(*log_sigma.shape, -1, -1)
+    inv_var = torch.exp(-2.0 * log_sigma)[..., None, None]
+    return torch.softmax(-0.5 * centred.square() * inv_var, dim=-1)
+
+
+@register_mixer("ssog")
+class SSoG(nn.Module):
+    """Separable sum-of-Gaussians mixer; see the module docstring for the operator."""
+
+    wants_pos_embed = False  # the kernels are functions of relative position already
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.heads = config.heads
+        self.head_dim = config.width // config.heads
+        self.num_gaussians = k = config.num_gaussians
+        self.build_grid = config.grid
+        self.v = nn.Linear(config.width, config.width)
+        self.out = nn.Linear(config.width, config.width)
+        # Widths spread geometrically over scales, interleaved so every head sees a range.
+        sigmas = torch.logspace(math.log10(SIGMA_RANGE[0]), math.log10(SIGMA_RANGE[1]), self.heads * k)
+        log_sigma = sigmas.log().reshape(k, self.heads).t()  # (heads, K)
+        self.log_sigma = nn.Parameter(log_sigma.repeat(2, 1, 1))  # (axis: rows, cols; heads; K)
+        self.offset = nn.Parameter(torch.zeros(2, self.heads, k)) if config.ssog_offsets else None
+        self.mix = nn.Parameter(torch.full((self.heads, k), 1.0 / k))  # w[h, k]
+
+    def kernels(self, grid_hw: tuple[int, int]) -> tuple[Tensor, Tensor]:
+        """(A_rows (heads, K, H, H), A_cols (heads, K, W, W)) for this grid; cheap, rebuilt per call."""
+        h, w = grid_hw
+        off_r, off_c = (None, None) if self.offset is None else (self.offset[0], self.offset[1])
+        return gaussian_kernels(h, self.log_sigma[0], off_r), gaussian_kernels(w, self.log_sigma[1], off_c)
+
+    def forward(self, x: Tensor, grid_hw: tuple[int, int]) -> Tensor:
+        """x: (B, P + H·W, C), P prefix tokens first, grid tokens row-major."""
+        b, t, c = x.shape
+        gh, gw = grid_hw
+        n, p = gh * gw, t - gh * gw
+        if p < 0:
+            raise ValueError(f"SSoG got {t} tokens for a {gh}x{gw} grid")
+        heads, d, k = self.heads, self.head_dim, self.num_gaussians
+        v = self.v(x)
+        grid = v[:, p:]
+        a_rows, a_cols = self.kernels(grid_hw)
+        # Head-major layout (heads, H, (W, B, d)): rows are the contraction of step 1.
+        vh = grid.reshape(b, gh, gw, heads, d).permute(3, 1, 2, 0, 4).reshape(heads, gh, gw * b * d)
+        u = torch.matmul(a_rows.transpose(1, 2).reshape(heads, gh * k, gh), vh)  # (heads, (H, K), (W, B, d))
+        cols = (a_cols * self.mix[:, :, None, None].to(a_cols.dtype)).transpose(1, 2)
+        cols = cols.reshape(heads, 1, gw, k * gw)  # (heads, 1, W, (K, W')): mixture weights folded in
+        y = torch.matmul(cols, u.view(heads, gh, k * gw, b * d))  # (heads, H, W, (B, d))
+        y = y.view(heads, gh, gw, b, d).permute(3, 1, 2, 0, 4).reshape(b, n, c)
+        if p:
+            y = torch.cat([y.mean(1, keepdim=True).expand(b, p, c), y], dim=1)
+        return self.out(y)
+
+    def extra_repr(self) -> str:
+        return f"heads={self.heads}, num_gaussians={self.num_gaussians}, offsets={self.offset is not None}"

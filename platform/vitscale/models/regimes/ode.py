@@ -1,0 +1,109 @@
+"""ODE regime: one block's residual branches as a vector field, integrated with torchdiffeq.
+
+dx/dt = f(x) with f(x) = a + mlp(norm2(x + a)), a = mixer(norm1(x)) (see `vit.Block`):
+autonomous, one shared block, integrated over [0, t_end] (default: depth). Because a
+block is x + f(x), euler with step 1 over [0, depth] is exactly the looped model, and
+a smaller step or an adaptive solver refines the same continuous-depth model.
+
+The `ode` settings go straight to torchdiffeq 0.2.5: `method`, `rtol`, `atol`, and in
+`options` either `step_size` (fixed-grid solvers; default 1.0) or `max_num_steps`
+(adaptive solvers; every attempted step counts, so it also bounds the work before a
+step-size underflow is detected). Failures torchdiffeq reports with assertions become
+`SolverError` (underflow, too many steps) or `TrialDiverged` (non-finite state), naming
+the settings. Function evaluations of each forward are counted in `last_nfe`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from torchdiffeq import odeint, odeint_adjoint
+
+from vitscale.errors import SolverError, TrialDiverged
+from vitscale.models.config import FIXED_GRID_SOLVERS, ModelConfig, OdeConfig
+from vitscale.models.registry import register_regime
+
+SOLVER_FAILURES = ("underflow in dt", "max_num_steps exceeded")
+
+
+def describe(settings: OdeConfig, t_end: float) -> str:
+    """The solver settings in one line, for error messages."""
+    parts = [f"solver={settings.solver}", f"t_end={t_end:g}"]
+    if settings.solver in FIXED_GRID_SOLVERS:
+        parts.append(f"step_size={settings.step_size or 1.0:g}")
+    else:
+        parts += [
+            f"rtol={settings.rtol:g}",
+            f"atol={settings.atol:g}",
+            f"max_num_steps={settings.max_num_steps}",
+        ]
+    parts.append(f"adjoint={settings.adjoint}")
+    return ", ".join(parts)
+
+
+@contextmanager
+def solver_errors(settings: OdeConfig, t_end: float) -> Iterator[None]:
+    """Turn torchdiffeq's failure assertions into typed trial failures.
+
+    Wrap the forward (done here) and, with `adjoint=True`, also `loss.backward()` in the
+    training loop: the adjoint solve runs there and can fail the same way.
+    """
+    try:
+        yield
+    except AssertionError as exc:
+        message = str(exc)
+        if message.startswith("non-finite values in state"):
+            raise TrialDiverged(f"ODE state became non-finite ({describe(settings, t_end)})") from exc
+        if not message.startswith(SOLVER_FAILURES):
+            raise
+        raise SolverError(
+            f"ODE solver failed: {message} ({describe(settings, t_end)}); "
+            "loosen rtol/atol, raise max_num_steps or use a fixed-grid solver"
+        ) from exc
+
+
+@register_regime("ode")
+class NeuralOde(nn.Module):
+    """x(t_end) of dx/dt = block.residual(x), x(0) = tokens."""
+
+    def __init__(self, config: ModelConfig, make_block: Callable[[], nn.Module]) -> None:
+        super().__init__()
+        self.block = make_block()
+        self.settings = config.ode
+        self.t_end = float(config.ode.t_end if config.ode.t_end is not None else config.depth)
+        self.last_nfe: int | None = None
+
+    def solver_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of torchdiffeq.odeint for these settings (nothing added)."""
+        s = self.settings
+        if s.solver in FIXED_GRID_SOLVERS:
+            options = {"step_size": s.step_size if s.step_size is not None else 1.0}
+        else:
+            options = {"max_num_steps": s.max_num_steps}
+        return {"method": s.solver, "rtol": s.rtol, "atol": s.atol, "options": options}
+
+    def forward(self, x: Tensor, grid_hw: tuple[int, int]) -> Tensor:
+        calls = 0
+
+        def field(t: Tensor, y: Tensor) -> Tensor:
+            nonlocal calls
+            calls += 1
+            return self.block.residual(y, grid_hw)
+
+        time_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+        t = torch.tensor([0.0, self.t_end], dtype=time_dtype, device=x.device)
+        with solver_errors(self.settings, self.t_end):
+            if self.settings.adjoint:
+                params = tuple(p for p in self.block.parameters() if p.requires_grad)
+                ys = odeint_adjoint(field, x, t, adjoint_params=params, **self.solver_kwargs())
+            else:
+                ys = odeint(field, x, t, **self.solver_kwargs())
+        self.last_nfe = calls
+        return ys[-1]
+
+    def extra_repr(self) -> str:
+        return describe(self.settings, self.t_end)

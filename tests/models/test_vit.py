@@ -1,0 +1,62 @@
+"""The ViT around the mixers: standard sizes, other resolutions, position embedding."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from vitscale.models import MIXERS, REGIMES, ModelConfig, build, count_params
+from vitscale.models.vit import resample_pos_embed
+
+STANDARD = {  # timm vit_{tiny,small,base}_patch16_224, 1000 classes
+    (192, 3): 5_717_416,
+    (384, 6): 22_050_664,
+    (768, 12): 86_567_656,
+}
+
+
+@pytest.mark.parametrize(("size", "params"), list(STANDARD.items()), ids=["Ti", "S", "B"])
+def test_attention_discrete_has_the_standard_vit_parameter_count(size, params) -> None:
+    width, heads = size
+    config = ModelConfig(width=width, heads=heads, depth=12, patch_size=16, image_size=224, num_classes=1000)
+    with torch.device("meta"):  # counting only: no memory, no init work
+        assert count_params(build(config)) == params
+
+
+@pytest.mark.parametrize("mixer", sorted(MIXERS))
+@pytest.mark.parametrize("regime", sorted(REGIMES))
+def test_a_32px_model_runs_at_other_sizes(mixer: str, regime: str) -> None:
+    model = build(
+        ModelConfig(mixer=mixer, regime=regime, width=16, heads=2, depth=2, patch_size=4, image_size=32)
+    )
+    for size in [(32, 32), (64, 64), (48, 32)]:
+        out = model(torch.randn(2, 3, *size))
+        assert out.shape == (2, 10) and torch.isfinite(out).all()
+
+
+def test_pos_embed_resample_is_identity_at_the_build_grid_and_smooth_elsewhere() -> None:
+    pos = torch.randn(1, 1 + 16, 8)
+    assert resample_pos_embed(pos, (4, 4), (4, 4), 1) is pos
+    big = resample_pos_embed(pos, (4, 4), (8, 6), 1)
+    assert big.shape == (1, 1 + 48, 8)
+    torch.testing.assert_close(big[:, :1], pos[:, :1])  # the cls entry is never resampled
+
+
+def test_pos_embed_default_follows_the_mixer_and_can_be_overridden() -> None:
+    def has_pos(**kw) -> bool:
+        return build(ModelConfig(width=16, heads=2, **kw)).pos_embed is not None
+
+    assert has_pos(mixer="attention") and not has_pos(mixer="ssog")
+    assert has_pos(mixer="ssog", pos_embed=True) and not has_pos(mixer="attention", pos_embed=False)
+
+
+def test_input_not_divisible_by_patch_is_rejected() -> None:
+    model = build(ModelConfig(width=16, heads=2, patch_size=4))
+    with pytest.raises(ValueError, match="not divisible by the patch size 4"):
+        model(torch.randn(1, 3, 30, 32))
+
+
+def test_build_accepts_a_mapping_and_validates_it() -> None:
+    assert build({"width": 16, "heads": 2}).config.width == 16
+    with pytest.raises(ValueError, match="heads"):
+        build({"width": 16, "heads": 3})
