@@ -19,7 +19,9 @@ app.add_typer(data_app, name="data")
 
 @data_app.command("info")
 def info(
-    dataset: Annotated[str, typer.Option(help="digits | synthetic | cifar10 | cifar100 | imagefolder")] = "digits",
+    dataset: Annotated[
+        str, typer.Option(help="digits | synthetic | cifar10 | cifar100 | imagefolder")
+    ] = "digits",
     root: Annotated[str | None, typer.Option(help="local path of the data (cifar*, imagefolder)")] = None,
     download: Annotated[bool, typer.Option(help="cifar*: fetch the archive into --root (network)")] = False,
     resolution: Annotated[int, typer.Option("--resolution", "-r", help="side the model sees")] = 32,

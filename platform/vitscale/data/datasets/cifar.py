@@ -157,12 +157,17 @@ def _batch(v: Variant, raw: bytes, name: str) -> tuple[torch.Tensor, torch.Tenso
 
 
 def load_cifar(v: Variant, config: DataConfig) -> Source:
-    raw = _read_raw(v, _locate(v, config.root, config.download))
-    train = [_batch(v, raw[f], f) for f in v.train_files]
-    val_x, val_y = _batch(v, raw[v.test_file], v.test_file)
-    names = _unpickle(v, raw[v.meta_file], v.meta_file).get(v.names_key)
+    where = _locate(v, config.root, config.download)
+    raw = _read_raw(v, where)
+
+    def origin(name: str) -> str:  # how error messages name a file
+        return str(where / name) if where.is_dir() else f"{name} in {where}"
+
+    train = [_batch(v, raw[f], origin(f)) for f in v.train_files]
+    val_x, val_y = _batch(v, raw[v.test_file], origin(v.test_file))
+    names = _unpickle(v, raw[v.meta_file], origin(v.meta_file)).get(v.names_key)
     if not names:
-        raise UserError(f"{v.name}: {v.meta_file} has no {v.names_key!r} list")
+        raise UserError(f"{v.name}: {origin(v.meta_file)} has no {v.names_key!r} list")
     train_y = torch.cat([y for _, y in train])
     for labels in (train_y, val_y):
         if labels.numel() and (labels.min() < 0 or labels.max() >= len(names)):

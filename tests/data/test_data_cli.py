@@ -1,0 +1,39 @@
+"""`vitscale data info`: JSON summary, throughput, and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from vitscale.cli import main
+
+
+def test_info_json_with_throughput(capsys):
+    main(["data", "info", "--dataset", "synthetic", "--num-train", "64", "--num-val", "16", "--resolution", "16",
+          "--throughput", "--seconds", "0.05", "--batch-size", "32", "--json"])  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert out["num_train"] == 64 and out["num_val"] == 16 and out["source_size"] == [16, 16]
+    assert out["throughput"]["images_per_second"] > 0 and out["throughput"]["batch_size"] == 32
+
+
+def test_info_table(capsys):
+    main(["data", "info"])
+    out = capsys.readouterr().out
+    assert "num_train" in out and "1438" in out
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["data", "info", "--dataset", "cifar10", "--root", "/no/such/dir"], "/no/such/dir"),
+        (["data", "info", "--dataset", "nope"], "dataset: unknown data set"),
+        (["data", "info", "--resolution", "2"], "resolution"),
+    ],
+)
+def test_user_errors_are_one_line_exit_2(capsys, argv, needle):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and len(err.splitlines()) == 1
