@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from pydantic import ValidationError
+import difflib
+import re
+import types
+from typing import Any, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+
+# "heads: 5 does not divide width 64" raised by a model validator: the field is in the message.
+_NAMED = re.compile(r"^([A-Za-z_][\w.]*(?:\[\d+\])*): (.+)$", re.S)
+_SCALARS = (str, int, float, bool)
 
 
 def dotted(loc: tuple) -> str:
@@ -16,15 +25,74 @@ def dotted(loc: tuple) -> str:
     return out
 
 
-def error_lines(exc: ValidationError, prefix: str = "") -> list[str]:
+def error_items(exc: ValidationError, model: type[BaseModel] | None = None) -> list[tuple[str, str]]:
+    """(dotted key, message) per error; `model` (the validated class) lets unknown keys get a suggestion."""
+    items = []
+    for err in exc.errors():
+        loc = tuple(p for p in err["loc"] if p not in ("function-after", "function-before"))
+        key = dotted(loc)
+        msg = err["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        if err["type"] == "extra_forbidden":
+            msg = _unknown_key(model, loc)
+        elif err["type"] == "missing":
+            msg = "required key is missing"
+        elif err["type"] == "value_error" and (named := _NAMED.match(msg)):
+            # A validator that names its own field ("heads: ...") reports under that field.
+            name, msg = named.groups()
+            if not (key == name or key.endswith("." + name)):
+                key = f"{key}.{name}" if key else name
+        elif err["type"] != "value_error" and isinstance(err.get("input"), _SCALARS):
+            msg = f"{msg} (got {err['input']!r})"
+        items.append((key, msg))
+    return items
+
+
+def error_lines(exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None) -> list[str]:
     """One readable line per error: `prefix: key.path: message`."""
     lines = []
-    for err in exc.errors():
-        key = dotted(tuple(p for p in err["loc"] if p not in ("function-after",)))
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key (check the spelling; `vitscale spec schema` lists the keys)"
+    for key, msg in error_items(exc, model):
         head = ": ".join(p for p in (prefix, key) if p)
-        # A validator that names its own field ("heads: ...") would repeat it: keep one.
         lines.append(f"{head}: {msg}" if head else msg)
     return lines
+
+
+def _unknown_key(model: type[BaseModel] | None, loc: tuple) -> str:
+    """Name the closest known key, or list them all: the fix in the same line."""
+    parent = _model_at(model, loc[:-1]) if model is not None and loc else None
+    if parent is None:
+        return "unknown key (check the spelling; `vitscale spec schema` lists the keys)"
+    known = [f.alias or name for name, f in parent.model_fields.items()]
+    close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+    if close:
+        return f"unknown key; did you mean {close[0]!r}?"
+    return f"unknown key; known keys: {', '.join(known)}"
+
+
+def unwrap_optional(ann: Any) -> Any:
+    """`X | None` -> X; other annotations unchanged."""
+    if get_origin(ann) in (Union, types.UnionType):
+        args = [a for a in get_args(ann) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return ann
+
+
+def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
+    """The pydantic model class found at `loc` below `model` (through optionals, lists, dicts)."""
+    ann: Any = model
+    for part in loc:
+        ann = unwrap_optional(ann)
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            field = next(
+                (f for name, f in ann.model_fields.items() if part in (name, f.alias)),
+                None,
+            )
+            if field is None:
+                return None
+            ann = field.annotation
+        elif get_origin(ann) in (list, dict) and get_args(ann):
+            ann = get_args(ann)[-1]
+        else:
+            return None
+    ann = unwrap_optional(ann)
+    return ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None

@@ -1,0 +1,107 @@
+"""`vitscale study validate` and `vitscale study show`, and the `--set` option every study command shares.
+
+Other study commands (run, resume, submit...) reuse the option:
+
+    from vitscale.cli.study_cmd import SetOption
+
+    @study_app.command()
+    def run(file: Path, set_: SetOption = None) -> None:
+        spec = load_study(file, set_ or ())
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from vitscale.cli.app import study_app
+from vitscale.spec import (
+    SpecError,
+    apply_overrides,
+    count_trials,
+    grid_points,
+    is_space_file,
+    load_space,
+    load_study,
+    read_study,
+    spec_dict,
+    spec_hash,
+    validate_study,
+    yamlio,
+)
+
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="PATH=VALUE",
+        help="Override a key of the study after extends, e.g. --set trial.train.epochs=2 "
+        "or --set 'space.model.width={choice: [32]}'; the value is YAML; repeatable.",
+    ),
+]
+
+FilesArgument = Annotated[list[Path], typer.Argument(help="study or search-space YAML files")]
+
+
+def trials_line(spec) -> str:
+    """'12 trials = 12 grid points x 1 seed': how a study expands."""
+    seeds = len(spec.search.seeds)
+    if spec.kind == "benchmark":
+        what = f"{len(grid_points(spec))} configurations"
+    elif spec.search.algorithm == "grid":
+        what = f"{len(grid_points(spec))} grid points"
+    else:
+        what = f"{spec.search.num_samples} {spec.search.algorithm} samples"
+    return f"{count_trials(spec)} trials = {what} x {seeds} seed{'s' if seeds > 1 else ''}"
+
+
+def check_file(path: Path) -> str:
+    """Validate one study or search-space file; the OK summary, or SpecError."""
+    if is_space_file(yamlio.read(path)):
+        space = load_space(path)
+        return f"search space, {len(space)} parameter{'' if len(space) == 1 else 's'}"
+    spec = load_study(path)
+    return f"study {spec.name} ({spec.kind}, {spec.search.algorithm}): {trials_line(spec)}"
+
+
+@study_app.command("validate")
+def validate(files: FilesArgument) -> None:
+    """Check study and search-space files; every problem of every file, one line each."""
+    problems: list[str] = []
+    for path in files:
+        try:
+            typer.echo(f"OK {path}: {check_file(path)}")
+        except SpecError as exc:
+            problems += exc.lines
+    if problems:
+        raise SpecError(problems)
+
+
+@study_app.command("show")
+def show(
+    file: Annotated[Path, typer.Argument(help="study YAML file")],
+    set_: SetOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON (spec, trials, points, hash)")] = False,
+) -> None:
+    """Print the resolved study (after extends, includes and --set) and how many trials it runs."""
+    raw, files = read_study(file)
+    raw, touched = apply_overrides(raw, set_ or ())
+    spec = validate_study(raw, str(file), touched)
+    data = spec_dict(spec)
+    if as_json:
+        report = {
+            "spec": data,
+            "files": files,
+            "spec_hash": spec_hash(spec),
+            "trials": count_trials(spec),
+            "seeds": spec.search.seeds,
+            "grid_points": len(grid_points(spec)) if spec.search.algorithm == "grid" else None,
+        }
+        typer.echo(json.dumps(report, indent=2))
+        return
+    typer.echo(f"# {' <- '.join(files)}" + (f"  (--set {', '.join(set_)})" if set_ else ""))
+    typer.echo(f"# {trials_line(spec)}; spec hash {spec_hash(spec)}")
+    typer.echo(yamlio.dump(data), nl=False)

@@ -1,0 +1,204 @@
+"""Checks of a search space against the trial it modifies. Each returns every problem it finds.
+
+Combination rule (shape checks, mixer/regime guards, never-active parameters): the checker
+enumerates the points the relevant parameters can form — honouring `when:` and coupled values,
+and using the base trial for every field the space does not set. Finite distributions contribute
+all their values; int ranges with more than 1024 values contribute 64 evenly spaced ones
+including both bounds; continuous ones their two bounds. A rule that fails on any enumerated
+point is an error (e.g. heads 3 with width 100 from `int: [64, 128]`). Enumerations past 20,000
+points are skipped rather than guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from vitscale.spec.distributions import CONTINUOUS, Param
+from vitscale.spec.errors import Problem
+from vitscale.spec.paths import NOT_SEARCHABLE, check_value, flatten_section, lookup, suggest
+from vitscale.spec.space import SpaceCycle, TooManyPoints, effective, expand, ordered_keys, providers
+
+CHECK_LIMIT = 20_000
+
+# Fields used by one mixer or regime only: (path, field that must have the value, value).
+GUARDS = (
+    ("model.num_gaussians", "model.mixer", "ssog"),
+    ("model.ssog_offsets", "model.mixer", "ssog"),
+    ("model.attention_backend", "model.mixer", "attention"),
+    ("model.ode", "model.regime", "ode"),
+)
+# (divisor field, dividend field, message)
+SHAPES = (
+    ("model.heads", "model.width", "heads {a} does not divide width {b}"),
+    ("model.patch_size", "data.resolution", "resolution {b} is not divisible by patch_size {a}"),
+)
+
+
+def _join(prefix: str, key: str) -> str:
+    return f"{prefix}.{key}" if prefix else key
+
+
+def set_paths(key: str, param: Param) -> set[str]:
+    """Leaf paths a parameter can set: itself, or the fields named in its coupled values."""
+    node = lookup(key)
+    if node is None or node.is_leaf or not param.is_finite:
+        return {key}
+    return {p for v in param.values() for p in flatten_section(key, v)}
+
+
+def check_structure(space: Mapping[str, Param], prefix: str = "space") -> list[Problem]:
+    """Paths, value types and ranges, `when:` references, overlaps and cycles: no base trial needed."""
+    problems = []
+    for key, param in space.items():
+        problems += _check_param(key, param, space, _join(prefix, key))
+    for key in space:
+        for other in space:
+            if other.startswith(key + ".") and _overlaps(key, space[key], other):
+                problems.append(Problem(_join(prefix, other), f"also set by {_join(prefix, key)}; keep one"))
+    try:
+        ordered_keys(space)
+    except SpaceCycle as cycle:
+        problems.append(Problem(_join(prefix, cycle.cycle[0]) + ".when", f"conditions form a cycle: {cycle}"))
+    return problems
+
+
+def _check_param(key: str, param: Param, space: Mapping[str, Param], where: str) -> list[Problem]:
+    if key in NOT_SEARCHABLE:
+        return [Problem(where, f"cannot be searched: {NOT_SEARCHABLE[key]}")]
+    node = lookup(key)
+    if node is None:
+        hint = (
+            " (space keys are relative to trial: drop the 'trial.')"
+            if key.startswith("trial.")
+            else suggest(key)
+        )
+        return [Problem(where, f"not a field of the trial config{hint}")]
+    problems = []
+    if node.is_leaf:
+        if node.kind == "categorical" and param.kind not in ("choice", "grid"):
+            problems.append(Problem(where, f"{key} takes choice or grid values, not {param.kind}"))
+        elif node.kind == "int" and param.kind in CONTINUOUS:
+            problems.append(
+                Problem(where, f"{key} is an integer: use int: [low, high] or choice, not {param.kind}")
+            )
+        else:
+            values = param.values() if param.kind in ("choice", "grid") else list(param.bounds())
+            why = next((w for v in values if (w := check_value(key, v))), None)
+            if why:
+                problems.append(Problem(where, why))
+    elif param.kind not in ("choice", "grid") or not all(isinstance(v, dict) for v in param.values()):
+        problems.append(
+            Problem(
+                where,
+                f"{key} is a section: give mappings of its fields, e.g. {{choice: [{{width: 192, heads: 3}}]}}",
+            )
+        )
+    else:
+        for value in param.values():
+            for path, item in flatten_section(key, value).items():
+                sub = lookup(path)
+                if path in NOT_SEARCHABLE:
+                    why = f"{path} cannot be searched: {NOT_SEARCHABLE[path]}"
+                elif sub is None or not sub.is_leaf:
+                    why = f"{path} is not a field of the trial config{suggest(path)}"
+                else:
+                    why = check_value(path, item)
+                if why:
+                    problems.append(Problem(where, why))
+                    break
+    for path, accepted in param.conditions().items():
+        cond = lookup(path)
+        if path == key:
+            problems.append(Problem(f"{where}.when", "a parameter cannot depend on itself"))
+        elif cond is None:
+            problems.append(
+                Problem(
+                    f"{where}.when",
+                    f"{path} is neither a space parameter nor a field of the trial{suggest(path)}",
+                )
+            )
+        elif not cond.is_leaf:
+            problems.append(Problem(f"{where}.when", f"{path} is a section; name one of its fields"))
+        elif why := next((w for v in accepted if (w := check_value(path, v))), None):
+            problems.append(Problem(f"{where}.when.{path}", why))
+    return problems
+
+
+def _overlaps(section: str, param: Param, other: str) -> bool:
+    return any(
+        p == other or p.startswith(other + ".") or other.startswith(p + ".")
+        for p in set_paths(section, param)
+    )
+
+
+def check_against_trial(space: Mapping[str, Param], base: BaseModel, prefix: str = "space") -> list[Problem]:
+    """Never-active parameters, mixer/regime-only fields, and shapes over every combination."""
+    problems = []
+    for key, param in space.items():
+        if param.when and _any_point(space, base, [key], lambda p, k=key: k in p) is False:
+            problems.append(
+                Problem(_join(prefix, key), f"never active: its when: {_show(param.when)} never holds")
+            )
+            continue
+        for guarded, field, value in GUARDS:
+            if not any(p == guarded or p.startswith(guarded + ".") for p in set_paths(key, param)):
+                continue
+            keys = [key, *providers(space, field)]
+
+            def used(point: dict, key: str = key, field: str = field, value: str = value) -> bool:
+                return key in point and effective(field, point, space, base) == value
+
+            if _any_point(space, base, keys, used) is False:
+                problems.append(
+                    Problem(
+                        _join(prefix, key),
+                        f"only the {value} {field.split('.')[-1]} uses {guarded}, and {field} is never "
+                        f"{value} where this parameter is active (remove it, or let {field} be {value})",
+                    )
+                )
+    for small, big, template in SHAPES:
+        keys = providers(space, small) + providers(space, big)
+        if not keys:
+            continue
+        bad = _first_point(
+            space, base, keys, lambda p, s=small, b=big: _divides(p, s, b, space, base) is False
+        )
+        if bad is not None:
+            a, b = effective(small, bad, space, base), effective(big, bad, space, base)
+            culprit = next((k for k in providers(space, small) if k in bad), None) or next(
+                (k for k in keys if k in bad), keys[0]
+            )
+            combo = ", ".join(f"{k}={v}" for k, v in bad.items())
+            problems.append(Problem(_join(prefix, culprit), template.format(a=a, b=b) + f" (at {combo})"))
+    return problems
+
+
+def _divides(point: dict, small: str, big: str, space: Mapping[str, Param], base: BaseModel) -> bool | None:
+    a, b = effective(small, point, space, base), effective(big, point, space, base)
+    if not (isinstance(a, int) and isinstance(b, int)) or a <= 0:
+        return None  # a type problem, reported elsewhere
+    return b % a == 0
+
+
+def _first_point(space, base, keys, test: Callable[[dict], bool]) -> dict | None:
+    try:
+        points = expand(space, base, Param.representatives, keys, limit=CHECK_LIMIT)
+    except TooManyPoints:
+        return None
+    return next((p for p in points if test(p)), None)
+
+
+def _any_point(space, base, keys, test: Callable[[dict], bool]) -> bool | None:
+    """Whether some enumerated point passes `test`; None when the enumeration is too large."""
+    try:
+        points = expand(space, base, Param.representatives, keys, limit=CHECK_LIMIT)
+    except TooManyPoints:
+        return None
+    return any(test(p) for p in points)
+
+
+def _show(when: dict[str, Any]) -> str:
+    return "{" + ", ".join(f"{k}: {v}" for k, v in when.items()) + "}"

@@ -1,0 +1,178 @@
+"""Cross-field rules of a study. `check_study` returns every problem; nothing raises.
+
+Each check declares the top-level sections it reads; when one of those failed Pydantic
+validation the check is skipped (its input would be a placeholder), so one mistake is
+reported once and every other section is still checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from pydantic import ValidationError
+
+from vitscale.spec.check_space import check_against_trial, check_structure
+from vitscale.spec.distributions import CONTINUOUS
+from vitscale.spec.errors import Problem
+from vitscale.spec.space import GRID_LIMIT, SpaceCycle, TooManyPoints
+from vitscale.spec.study import StudySpec
+from vitscale.validation import error_items
+
+
+def known_metrics(kind: str) -> tuple[str, ...]:
+    """What a study may optimise: the trainer's metrics, or the benchmark's."""
+    if kind == "benchmark":
+        from vitscale.tracking.layout import BENCH_METRICS
+
+        return BENCH_METRICS
+    from vitscale.train.metrics import REPORTED_METRICS
+
+    return REPORTED_METRICS
+
+
+def _kind(spec: StudySpec) -> Iterable[Problem]:
+    if spec.kind == "benchmark":
+        if spec.benchmark is None:
+            yield Problem("benchmark", "required for kind: benchmark (mixers, regimes, resolutions, ...)")
+        if spec.space:
+            yield Problem(
+                "space", "a benchmark study sweeps benchmark.mixers/regimes/resolutions; remove space"
+            )
+        if "trial" in spec.model_fields_set:
+            yield Problem("trial", "not used by a benchmark study; configure the model in benchmark:")
+        if spec.search.algorithm != "grid":
+            yield Problem("search.algorithm", "a benchmark study measures every configuration: use grid")
+        if spec.scheduler.type == "asha":
+            yield Problem("scheduler.type", "asha needs epochs; a benchmark study uses fifo")
+    elif spec.benchmark is not None:
+        yield Problem("benchmark", "only for kind: benchmark (this study is kind: train)")
+
+
+def _objectives(spec: StudySpec) -> Iterable[Problem]:
+    known = known_metrics(spec.kind)
+    seen: set[tuple[str, str]] = set()
+    for i, objective in enumerate(spec.objectives):
+        if objective.metric not in known:
+            yield Problem(
+                f"objectives[{i}].metric",
+                f"unknown metric {objective.metric!r}; the {spec.kind} metrics are: {', '.join(known)}",
+            )
+        elif objective.metric in seen:
+            yield Problem(f"objectives[{i}].metric", f"{objective.metric!r} is already an objective")
+        seen.add(objective.metric)
+
+
+def _scheduler(spec: StudySpec) -> Iterable[Problem]:
+    sched = spec.scheduler
+    if sched.type != "asha":
+        return
+    if len(spec.objectives) > 1:
+        yield Problem(
+            "scheduler.type",
+            f"asha stops trials on one metric but there are {len(spec.objectives)} objectives; "
+            "use fifo or a single objective",
+        )
+    if sched.max_t is not None and sched.grace_period > sched.max_t:
+        yield Problem("scheduler.grace_period", f"{sched.grace_period} exceeds max_t {sched.max_t}")
+
+
+def _search(spec: StudySpec) -> Iterable[Problem]:
+    search = spec.search
+    dupes = sorted({s for s in search.seeds if search.seeds.count(s) > 1})
+    if dupes:
+        yield Problem("search.seeds", f"seed(s) {dupes} listed more than once")
+    if spec.kind == "benchmark":
+        return
+    if search.algorithm == "grid":
+        if search.num_samples is not None:
+            yield Problem(
+                "search.num_samples", "a grid runs every point; remove it (replicates: search.seeds)"
+            )
+        for key, param in spec.space.items():
+            if param.kind in CONTINUOUS:
+                yield Problem(
+                    f"space.{key}",
+                    f"{param.kind} is continuous; a grid study needs choice, grid or int values "
+                    "(or pick a sampler, e.g. search.algorithm: tpe)",
+                )
+    else:
+        if not spec.space:
+            yield Problem(
+                "space", f"{search.algorithm} needs parameters to search; add some or use algorithm: grid"
+            )
+        for key, param in spec.space.items():
+            if param.kind == "grid":
+                yield Problem(
+                    f"space.{key}", f"grid values are for grid studies; use choice with {search.algorithm}"
+                )
+        if search.algorithm == "cmaes" and len(spec.objectives) > 1:
+            yield Problem("search.algorithm", "cmaes optimises one objective; use nsga2 or tpe for several")
+
+
+def _resources(spec: StudySpec) -> Iterable[Problem]:
+    gpu = spec.resources.gpu
+    if gpu > 1 and gpu != int(gpu):
+        yield Problem("resources.gpu", f"{gpu}: above one GPU per trial, ask for a whole number")
+    device = spec.benchmark.device if spec.kind == "benchmark" and spec.benchmark else spec.trial.train.device
+    key = "benchmark.device" if spec.kind == "benchmark" else "trial.train.device"
+    if device.startswith("cuda") and gpu == 0:
+        yield Problem(key, f"{device} needs resources.gpu > 0 (a trial sees only the GPUs it reserves)")
+
+
+def _space(spec: StudySpec) -> Iterable[Problem]:
+    problems = check_structure(spec.space)
+    if not problems and spec.kind == "train":
+        problems = check_against_trial(spec.space, spec.trial)
+    yield from problems
+
+
+def _grid(spec: StudySpec) -> Iterable[Problem]:
+    """Grid studies: every point must build a valid trial (catches what no single rule names)."""
+    if (
+        spec.kind != "train"
+        or spec.search.algorithm != "grid"
+        or any(p.kind in CONTINUOUS for p in spec.space.values())
+    ):
+        return
+    from vitscale.spec.resolve import grid_points, trial_data
+    from vitscale.train.config import TrialConfig
+
+    try:
+        points = grid_points(spec)
+    except TooManyPoints:
+        yield Problem("space", f"the grid has more than {GRID_LIMIT} points; narrow it or use a sampler")
+        return
+    except SpaceCycle:
+        return
+    seen: set[tuple[str, str]] = set()
+    for point in points:
+        try:
+            TrialConfig.model_validate(trial_data(spec, point, spec.search.seeds[0]))
+        except ValidationError as exc:
+            for key, msg in error_items(exc):
+                if (key, msg) not in seen:
+                    seen.add((key, msg))
+                    combo = ", ".join(f"{k}={v}" for k, v in point.items())
+                    yield Problem(f"trial.{key}", f"{msg} (at grid point {combo})")
+
+
+# (sections read, check)
+CHECKS: tuple[tuple[set[str], Callable[[StudySpec], Iterable[Problem]]], ...] = (
+    ({"kind", "benchmark", "space", "trial", "search", "scheduler"}, _kind),
+    ({"kind", "objectives"}, _objectives),
+    ({"scheduler", "objectives", "trial", "space"}, _scheduler),
+    ({"kind", "search", "space", "objectives", "trial", "benchmark"}, _search),
+    ({"kind", "resources", "trial", "benchmark"}, _resources),
+    ({"kind", "space", "trial"}, _space),
+)
+
+
+def check_study(spec: StudySpec, skip: set[str] = frozenset()) -> list[Problem]:
+    """Every cross-field problem, skipping checks that read a section listed in `skip`."""
+    problems: list[Problem] = []
+    for needs, check in CHECKS:
+        if not needs & skip:
+            problems += check(spec)
+    if not problems and not skip:
+        problems += _grid(spec)
+    return problems

@@ -1,0 +1,162 @@
+"""From a validated study to trials: points, seeds, resolved configs, and stable keys for them.
+
+Trials are (point, seed) pairs. A *point* maps space keys to values and holds the active
+parameters only; the seed goes to `train.seed`. Grid studies run every point of
+`grid_points(spec)` once per seed of `spec.search.seeds` (points without seeds: cross them
+yourself, e.g. `{"point": tune.grid_search(points), "seed": tune.grid_search(seeds)}`).
+Sampler studies draw `search.num_samples` points and run each once per seed.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from vitscale.spec import space as _space
+from vitscale.spec.distributions import Param
+from vitscale.spec.errors import SpecError
+from vitscale.spec.paths import flatten_section, lookup, set_in
+from vitscale.spec.study import StudySpec
+from vitscale.spec.yamlio import dump
+from vitscale.train.config import TrialConfig
+from vitscale.validation import error_lines
+
+
+def grid_points(spec: StudySpec) -> list[dict[str, Any]]:
+    """Every point of a grid study, without seeds, first space key varying slowest.
+
+    A conditional parameter branches only where its `when:` holds, so {mixer: [attention,
+    ssog]} with {num_gaussians: [2, 4], when mixer=ssog} gives 3 points, not 4. A study with an
+    empty space has one point, {}. A benchmark study's points are its configurations
+    ({mixer, regime, resolution, attention_backend}, see `BenchmarkConfig.configurations`).
+    """
+    if spec.kind == "benchmark":
+        return spec.benchmark.configurations() if spec.benchmark else []
+    return _space.expand(spec.space, spec.trial, Param.values)
+
+
+def count_trials(spec: StudySpec) -> int:
+    """Trials the study plans: grid points (or num_samples) x seeds (benchmark: configurations x seeds)."""
+    points = len(grid_points(spec)) if spec.search.algorithm == "grid" else spec.search.num_samples
+    return points * len(spec.search.seeds)
+
+
+def sample_point(spec: StudySpec, sampler: Callable[[str, Param], Any]) -> dict[str, Any]:
+    """Define-by-run: call `sampler(key, param)` for each active parameter in dependency order."""
+    return _space.sample(spec.space, spec.trial, sampler)
+
+
+def suggest_point(trial: Any, spec: StudySpec, prefix: str = "") -> dict[str, Any]:
+    """Draw a point from an Optuna trial: the body of an Optuna define-by-run space.
+
+    Optuna parameter names are `prefix + key` (e.g. prefix "point/" makes Ray's OptunaSearch
+    nest them under config["point"]). Coupled and list values are suggested as JSON labels;
+    the returned point holds the decoded values, and `resolve_trial` decodes labels too.
+    """
+    return _space.sample(spec.space, spec.trial, _space.optuna_sampler(trial, prefix))
+
+
+def active_params(spec: StudySpec, point: Mapping[str, Any]) -> list[str]:
+    """Space keys active given a partial point, in dependency order."""
+    return _space.active(spec.space, spec.trial, point)
+
+
+def decode_point(spec: StudySpec, point: Mapping[str, Any]) -> dict[str, Any]:
+    """Labels back to values (Optuna/Ray hand coupled values back as JSON strings)."""
+    return {k: spec.space[k].decode(v) if k in spec.space else v for k, v in point.items()}
+
+
+def describe_point(point: Mapping[str, Any], seed: int | None = None) -> str:
+    """A short run name: 'mixer=ssog,width=192,heads=3,seed=0' (last part of each path)."""
+    parts = []
+    for key, value in point.items():
+        if isinstance(value, dict):
+            parts += [f"{k.rsplit('.', 1)[-1]}={v}" for k, v in flatten_section(key, value).items()]
+        else:
+            parts.append(f"{key.rsplit('.', 1)[-1]}={value}")
+    if seed is not None:
+        parts.append(f"seed={seed}")
+    return ",".join(parts) or "base"
+
+
+def trial_data(spec: StudySpec, point: Mapping[str, Any], seed: int) -> dict[str, Any]:
+    """The unvalidated trial mapping: base trial, then the point's values, then the seed."""
+    data = spec.trial.model_dump(mode="python")
+    data["model"].pop("image_size", None)  # follows data.resolution
+    for key, value in decode_point(spec, point).items():
+        node = lookup(key)
+        if node is not None and not node.is_leaf:
+            for path, item in flatten_section(key, value).items():
+                set_in(data, path, copy.deepcopy(item))
+        else:
+            set_in(data, key, copy.deepcopy(value))
+    data["train"]["seed"] = seed
+    return data
+
+
+def resolve_trial(spec: StudySpec, point: Mapping[str, Any], seed: int) -> TrialConfig:
+    """The config of one trial: base trial + point (dotted keys, coupled sections) + seed."""
+    try:
+        return TrialConfig.model_validate(trial_data(spec, point, seed))
+    except ValidationError as exc:
+        where = ", ".join(f"{k}={v}" for k, v in point.items()) or "the base trial"
+        raise SpecError(error_lines(exc, prefix=f"{spec.name}: trial at {where}")) from None
+
+
+def flatten(trial: TrialConfig) -> dict[str, Any]:
+    """{'model.width': 64, 'train.betas': '[0.9, 0.999]', ...}: MLflow params, analysis columns.
+
+    Values are None, bool, int, float or str; sequences become JSON strings.
+    """
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else k, v)
+        elif isinstance(value, list | tuple):
+            out[prefix] = json.dumps(value)
+        else:
+            out[prefix] = value
+
+    walk("", trial.model_dump(mode="json"))
+    return out
+
+
+def _digest(data: Any, length: int = 16) -> str:
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def config_key(trial: TrialConfig) -> str:
+    """Hash of the trial config without its seed: replicates of one configuration share it."""
+    return _digest({k: v for k, v in flatten(trial).items() if k != "train.seed"})
+
+
+def spec_dict(spec: StudySpec) -> dict[str, Any]:
+    """The resolved spec as plain data (loadable again as a study file: no extends, no image_size)."""
+    data = spec.model_dump(mode="json", by_alias=True)
+    data.pop("extends", None)
+    data["trial"]["model"].pop("image_size", None)
+    if spec.kind == "benchmark":
+        data.pop("trial")  # unused; a benchmark study may not set it
+    elif data.get("benchmark") is None:
+        data.pop("benchmark")
+    return data
+
+
+def dump_spec(spec: StudySpec) -> str:
+    """The resolved spec as YAML: the `spec.yaml` artifact of a study's MLflow parent run."""
+    return dump(spec_dict(spec))
+
+
+def spec_hash(spec: StudySpec) -> str:
+    """Hash of the resolved spec (description excluded): tags a study's parent run."""
+    data = spec_dict(spec)
+    data.pop("description", None)
+    return _digest(data)

@@ -1,0 +1,143 @@
+"""`StudySpec`: the Pydantic model of a study file. Structure and types only.
+
+Cross-field rules (space versus trial, objectives versus metrics, grid versus continuous...) live
+in `vitscale.spec.checks`, so that every problem of a file is reported at once instead of the
+first failing validator hiding the rest. Defaults that depend on other fields (experiment name,
+ASHA max_t, seeds, objectives) are filled in here, so consumers always see concrete values.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from vitscale.bench.config import BenchmarkConfig
+from vitscale.spec.distributions import Param
+from vitscale.train.config import TrialConfig
+
+NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
+ALGORITHMS = ("grid", "random", "tpe", "nsga2", "cmaes", "qmc")
+DEFAULT_NUM_SAMPLES = 16
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SearchConfig(_Section):
+    algorithm: Literal["grid", "random", "tpe", "nsga2", "cmaes", "qmc"] = Field(
+        "grid", description="grid: every point of the space; the others are Optuna samplers"
+    )
+    num_samples: int | None = Field(
+        None, ge=1, description=f"points a sampler draws (default {DEFAULT_NUM_SAMPLES}); not for grid"
+    )
+    seeds: list[int] | None = Field(
+        None,
+        min_length=1,
+        description="replicates: each point runs once per seed; default [trial.train.seed]",
+    )
+    max_concurrent_trials: int | None = Field(None, ge=1, description="default: as many as resources allow")
+    sampler_seed: int | None = Field(0, ge=0, description="seed of the Optuna sampler; null = random")
+    optuna_storage: str | None = Field(
+        None, description="Optuna RDB storage URI; default: a SQLite file beside the Ray results"
+    )
+
+
+class Objective(_Section):
+    metric: str = Field(description="a metric the trainer reports (or a BENCH_METRICS for benchmarks)")
+    mode: Literal["max", "min"] = "max"
+
+
+class SchedulerConfig(_Section):
+    type: Literal["fifo", "asha"] = Field("fifo", description="asha stops poor trials early")
+    grace_period: int = Field(1, ge=1, description="asha: epochs every trial runs")
+    reduction_factor: float = Field(3.0, gt=1, description="asha: keep 1/reduction_factor per rung")
+    max_t: int | None = Field(None, ge=1, description="asha: the last rung; default: trial.train.epochs")
+
+
+class ResourcesConfig(_Section):
+    cpu: float = Field(1.0, ge=0, description="CPUs per trial")
+    gpu: float = Field(0.0, ge=0, description="GPUs per trial; a fraction below 1 shares a GPU")
+
+
+class FailureConfig(_Section):
+    max_failures: int = Field(1, ge=-1, description="restarts after a worker failure; -1 = unlimited")
+
+
+class TrackingConfig(_Section):
+    uri: str = Field("sqlite:///mlflow.db", description="MLflow tracking URI")
+    experiment: str | None = Field(None, description="MLflow experiment; default: the study name")
+
+
+def _space_schema(schema: dict) -> None:
+    """Editors: `include:` is allowed among the parameters (the loader merges the files)."""
+    schema["properties"] = {
+        "include": {
+            "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+            "description": "search-space file(s) to merge, relative to this file",
+        }
+    }
+
+
+class StudySpec(_Section):
+    """A whole study: base trial, search space, search algorithm, objectives, where it runs."""
+
+    name: str = Field(pattern=NAME_PATTERN, description="lowercase letters, digits, - and _")
+    description: str = ""
+    extends: str | None = Field(
+        None, description="another study file (relative to this one) to inherit; applied by the loader"
+    )
+    kind: Literal["train", "benchmark"] = "train"
+    trial: TrialConfig = Field(default_factory=TrialConfig, description="the base of every trial")
+    benchmark: BenchmarkConfig | None = Field(None, description="kind: benchmark only")
+    space: dict[str, Param] = Field(
+        default_factory=dict,
+        description="dotted trial path -> distribution",
+        json_schema_extra=_space_schema,
+    )
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    objectives: list[Objective] | None = Field(
+        None, min_length=1, description="first = the scheduler's metric; default val_top1 max"
+    )
+    scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
+    resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
+    failure: FailureConfig = Field(default_factory=FailureConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    storage: str = Field("./ray_results", description="Ray results: a path, or a URI (s3://...) for clusters")
+
+    @model_validator(mode="after")
+    def _fill_defaults(self) -> StudySpec:
+        if self.objectives is None:
+            default = ("images_per_second", "max") if self.kind == "benchmark" else ("val_top1", "max")
+            self.objectives = [Objective(metric=default[0], mode=default[1])]
+        if self.tracking.experiment is None:
+            self.tracking.experiment = self.name
+        if self.search.seeds is None:
+            seed = (
+                self.benchmark.seed if self.kind == "benchmark" and self.benchmark else self.trial.train.seed
+            )
+            self.search.seeds = [seed]
+        if self.search.num_samples is None and self.search.algorithm != "grid":
+            self.search.num_samples = DEFAULT_NUM_SAMPLES
+        if self.scheduler.max_t is None and self.scheduler.type == "asha":
+            self.scheduler.max_t = max_epochs(self)
+        return self
+
+    @property
+    def metric(self) -> str:
+        """The first objective's metric: what ASHA and single-objective samplers optimise."""
+        return self.objectives[0].metric
+
+    @property
+    def mode(self) -> str:
+        return self.objectives[0].mode
+
+
+def max_epochs(spec: StudySpec) -> int:
+    """The most epochs any trial can run: the base, or the top of a `train.epochs` parameter."""
+    param = spec.space.get("train.epochs")
+    if param is None:
+        return spec.trial.train.epochs
+    values = [v for v in param.representatives() if isinstance(v, int)] or [spec.trial.train.epochs]
+    return max(values)
