@@ -13,6 +13,8 @@ from vitscale.validation import error_lines
 
 # Command modules register themselves on `app` when imported (one line per module).
 from vitscale.cli import model_cmd  # noqa: E402,F401
+from vitscale.cli import study_cmd  # noqa: E402,F401
+from vitscale.cli import spec_cmd  # noqa: E402,F401
 from vitscale.cli import data_cmd  # noqa: E402,F401
 
 
@@ -30,7 +32,9 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        # Some user errors carry several problems (a spec file): one line each.
+        for line in getattr(exc, "lines", None) or [str(exc)]:
+            print(f"error: {line}", file=sys.stderr)
         sys.exit(2)
     except ValidationError as exc:
         for line in error_lines(exc):
