@@ -1,0 +1,30 @@
+"""Runs -> Arrow/Parquet -> replicate aggregates, Pareto fronts, scaling-law fits, figures, report.
+
+Modules, one job each: runs (MLflow / runs.parquet -> Table), fields (normalised mixer/regime/...
+columns), aggregate (seeds -> mean, std, 95 % CI), pareto (non-dominated rows), fronts (the
+study's fronts -> CSV), crossover (where SSoG overtakes attention), fits (power laws, cost
+exponents), figures, report / report_bench (report.md), analyze (the orchestrator).
+Imports are lazy so `from vitscale.analysis import pareto_front` does not load MLflow.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_EXPORTS = {
+    "analyze": "vitscale.analysis.analyze",
+    "AnalysisResult": "vitscale.analysis.result",
+    "pareto_front": "vitscale.analysis.pareto",
+    "pareto_mask": "vitscale.analysis.pareto",
+    "fit_power_law": "vitscale.analysis.fits",
+    "loglog_slope": "vitscale.analysis.fits",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'vitscale.analysis' has no attribute {name!r}")

@@ -1,0 +1,205 @@
+"""`report.md`: the paper's tables from an AnalysisResult, with relative links to CSVs and figures.
+
+Only data from the runs table goes in (no paths, clocks or tracking URIs), so the report drawn from
+MLflow and the one redrawn from runs.parquet are the same text.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pyarrow.compute as pc
+
+from vitscale.analysis.fields import BASELINE, CANDIDATE, as_float, regime_order
+from vitscale.analysis.result import AnalysisResult
+
+
+def pm(mean: float, ci: float, n: int | float, scale: float = 1.0, digits: int = 2) -> str:
+    """'71.23 ± 1.30 (n=2)'; no ± for a single run; '—' when nothing finished."""
+    if not np.isfinite(mean):
+        return "—"
+    text = f"{mean * scale:.{digits}f}"
+    if np.isfinite(ci):
+        text += f" ± {ci * scale:.{digits}f}"
+    return f"{text} (n={int(n)})"
+
+
+def si(value: float) -> str:
+    """1234567 -> '1.23 M'."""
+    if not np.isfinite(value):
+        return "—"
+    for div, unit in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= div:
+            return f"{value / div:.3g} {unit}"
+    return f"{value:.3g}"
+
+
+def num(value, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    return f"{value:.{digits}g}" if isinstance(value, float) else str(value)
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(r) + " |" for r in rows), ""]
+
+
+def header_lines(res: AnalysisResult) -> list[str]:
+    c = res.counts()
+    parents = ", ".join(f"`{p}`" for p in res.parent_run_ids) or "—"
+    return [
+        f"# {res.study}: analysis", "",
+        f"{'Benchmark' if res.kind == 'benchmark' else 'Training'} study · {c['runs']} trial runs: "
+        f"{c['used']} used, {c['failed']} failed, {c['stopped_early']} stopped early, "
+        f"{c['killed']} killed, {c['other']} other · parent run(s): {parents}", "",
+        "Statistics use runs that finished their schedule (status FINISHED, not stopped early); failed, "
+        "killed and stopped-early trials are counted per configuration, not averaged. "
+        "`±` is the 95 % Student-t interval over seeds.", "",
+    ]
+
+
+def paper_table(res: AnalysisResult) -> list[str]:
+    """Per regime and width: top-1 and params of attention and SSoG, and SSoG's difference."""
+    agg = res.aggregates.filter(pc.greater(res.aggregates.column("n_used"), 0))
+    if "val_top1_mean" not in agg.column_names:
+        return []
+    mix, reg, wid = (agg.column(c).to_pylist() for c in ("mixer", "regime", "width"))
+    top1, ci, n = (as_float(agg.column(c)) for c in ("val_top1_mean", "val_top1_ci95", "val_top1_n"))
+    params = as_float(agg.column("params_mean")) if "params_mean" in agg.column_names else np.full(len(mix), np.nan)
+    cells: dict[tuple, list[int]] = {}
+    for i in range(agg.num_rows):
+        cells.setdefault((reg[i], wid[i], mix[i]), []).append(i)
+    best = {k: max(v, key=lambda i: (np.nan_to_num(top1[i], nan=-1.0), -i)) for k, v in cells.items()}
+    rows, several = [], False
+    for regime in regime_order([r for r in reg if r]):
+        for width in sorted({w for w in wid if w is not None}):
+            a, s = best.get((regime, width, BASELINE)), best.get((regime, width, CANDIDATE))
+            if a is None and s is None:
+                continue
+            several |= any(len(cells.get((regime, width, m), [])) > 1 for m in (BASELINE, CANDIDATE))
+            row = [regime, str(width)]
+            for i in (a, s):
+                row += ["—", "—"] if i is None else [pm(top1[i], ci[i], n[i], 100), si(params[i])]
+            if a is not None and s is not None:
+                row += [f"{100 * (top1[s] - top1[a]):+.2f}", f"{100 * (params[s] / params[a] - 1):+.1f} %"]
+            else:
+                row += ["—", "—"]
+            rows.append(row)
+    if not rows:
+        return []
+    out = ["## Top-1 by regime and width", ""]
+    out += table(["regime", "width", f"{BASELINE} top-1 (%)", f"{BASELINE} params", f"{CANDIDATE} top-1 (%)",
+                  f"{CANDIDATE} params", "Δ top-1 (points)", "Δ params"], rows)
+    if several:
+        out += ["Where a cell holds several configurations, the one with the best mean top-1 is shown "
+                "(all are under *All configurations*).", ""]
+    return out
+
+
+def configurations_table(res: AnalysisResult) -> list[str]:
+    agg = res.aggregates
+    cols = agg.column_names
+    get = {c: as_float(agg.column(c)) for c in cols if c.endswith(("_mean", "_ci95", "_n"))}
+    rows = []
+    for i in range(agg.num_rows):
+        row = [str(agg.column(c)[i].as_py()) for c in ("regime", "mixer", "width")]
+        if "val_top1_mean" in get:
+            row.append(pm(get["val_top1_mean"][i], get["val_top1_ci95"][i], get["val_top1_n"][i], 100))
+        for m in ("params", "flops_per_image", "nfe_mean"):
+            if f"{m}_mean" in get:
+                row.append(si(get[f"{m}_mean"][i]) if m != "nfe_mean" else num(float(get[f"{m}_mean"][i]), 3))
+        row += [str(agg.column(c)[i].as_py()) for c in ("n_runs", "n_used", "n_failed", "n_stopped_early")]
+        rows.append(row)
+    header = ["regime", "mixer", "width"] + (["top-1 (%)"] if "val_top1_mean" in get else [])
+    header += [h for m, h in (("params", "params"), ("flops_per_image", "FLOPs/image"), ("nfe_mean", "NFE"))
+               if f"{m}_mean" in get]
+    return ["## All configurations", "", *table(header + ["runs", "used", "failed", "stopped early"], rows)]
+
+
+def fronts_section(res: AnalysisResult) -> list[str]:
+    out = ["## Pareto fronts", ""]
+    for f in res.fronts:
+        if res.kind == "benchmark":
+            continue
+        out += [f"### {f.y} vs {f.x} ([pareto_{f.name}.csv](pareto_{f.name}.csv))", ""]
+        t = f.table
+        xs, ys, ci, n = (as_float(t.column(c)) for c in (f"{f.x}_mean", "val_top1_mean", "val_top1_ci95", "val_top1_n"))
+        rows = [[str(t.column("mixer")[i].as_py()), str(t.column("regime")[i].as_py()), str(t.column("width")[i].as_py()),
+                 si(xs[i]) if f.x != "nfe_mean" else num(float(xs[i]), 3), pm(ys[i], ci[i], n[i], 100)]
+                for i in range(t.num_rows)]
+        out += table(["mixer", "regime", "width", f.x, "top-1 (%)"], rows)
+    return out if len(out) > 2 else []
+
+
+def fits_section(res: AnalysisResult) -> list[str]:
+    if not res.fits:
+        return []
+    rows, notes = [], []
+    for f in res.fits:
+        g = f"{f.group['mixer']} · {f.group['regime']}"
+        if f.status != "ok":
+            notes.append(f"- {g}: {f.status} — {f.reason}")
+            continue
+        ci = {k: f"[{v[0]:.3g}, {v[1]:.3g}]" for k, v in f.ci.items()}
+        rows.append([f.group["mixer"], f.group["regime"], f"{f.b:.3f} {ci.get('b', '')}", f"{f.a:.3g} {ci.get('a', '')}",
+                     f"{100 * f.c:.2f} % [{', '.join(f'{100 * v:.2f}' for v in f.ci.get('c', []))}]",
+                     str(f.n_runs), str(f.n_distinct)])
+    out = ["## Scaling-law fits: error(P) = a·P^(−b) + c", "",
+           "Fitted on finished runs (error = 1 − top-1, P = parameters); 95 % bootstrap intervals in brackets "
+           "([fits.json](fits.json)).", ""]
+    if rows:
+        out += table(["mixer", "regime", "b", "a", "c (error floor)", "runs", "distinct P"], rows)
+    return out + notes + ([""] if notes else [])
+
+
+def exponents_section(res: AnalysisResult) -> list[str]:
+    if not res.cost_exponents:
+        return []
+    rows = [[e["series"], e["regime"], e["setting"] or "—", e["quantity"],
+             f"{e['slope']:.3f}" + (f" [{e['ci'][0]:.3f}, {e['ci'][1]:.3f}]" if e["ci"] else ""),
+             f"{e['r2']:.3f}", str(e["n"])] for e in res.cost_exponents]
+    return ["## Cost exponents (log–log slope against tokens)", "",
+            *table(["series", "regime", "setting", "quantity", "slope [95 % CI]", "r²", "points"], rows)]
+
+
+def failures_section(res: AnalysisResult) -> list[str]:
+    t = res.runs
+    bad = t.filter(pc.invert(t.column("used")))
+    out = ["## Failed and stopped-early trials", ""]
+    if not bad.num_rows:
+        return out + ["None: every trial finished its schedule.", ""]
+    cols = ["trial_id", "mixer", "regime", "width", "resolution", "seed", "status", "stopped_early", "failure_reason"]
+    rows = [[num(bad.column(c)[i].as_py()) if bad.column(c)[i].as_py() is not None else "—" for c in cols]
+            for i in range(bad.num_rows)]
+    return out + table(["trial", "mixer", "regime", "width", "resolution", "seed", "status", "stopped early",
+                        "reason"], rows)
+
+
+def figures_section(res: AnalysisResult) -> list[str]:
+    pngs = [p for p in res.figure_paths if p.suffix == ".png"]
+    out = ["## Figures", ""]
+    for p in pngs:
+        rel = p.relative_to(res.out_dir).as_posix()
+        out += [f"![{p.stem.replace('_', ' ')}]({rel}) ([svg]({rel[:-4]}.svg))", ""]
+    return out if pngs else []
+
+
+def render(res: AnalysisResult) -> str:
+    """The whole report as markdown text."""
+    if res.kind == "benchmark":
+        from vitscale.analysis.report_bench import bench_sections
+
+        body = bench_sections(res)
+    else:
+        body = paper_table(res) + configurations_table(res) + fronts_section(res) + fits_section(res)
+    body += exponents_section(res) + failures_section(res) + figures_section(res)
+    return "\n".join(header_lines(res) + body).rstrip() + "\n"
+
+
+def write_report(res: AnalysisResult, path: Path) -> Path:
+    path.write_text(render(res))
+    res.report_path = path
+    return path

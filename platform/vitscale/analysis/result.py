@@ -1,0 +1,103 @@
+"""`AnalysisResult`: everything one analysis produced, in memory and on disk."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from vitscale.analysis.crossover import Crossover
+from vitscale.analysis.fields import as_float, mixer_order, regime_order
+from vitscale.analysis.fits import PowerLawFit
+from vitscale.analysis.fronts import Front
+
+
+@dataclass
+class AnalysisResult:
+    """Tables (runs with analysis fields, per-configuration aggregates), fronts, fits and file paths."""
+
+    study: str
+    kind: str  # "train" | "benchmark"
+    out_dir: Path
+    runs: pa.Table
+    aggregates: pa.Table
+    parent_run_ids: list[str] = field(default_factory=list)
+    fronts: list[Front] = field(default_factory=list)
+    fits: list[PowerLawFit] = field(default_factory=list)
+    cost_exponents: list[dict] = field(default_factory=list)
+    crossovers: list[Crossover] = field(default_factory=list)
+    figure_paths: list[Path] = field(default_factory=list)
+    runs_path: Path | None = None
+    fits_path: Path | None = None
+    report_path: Path | None = None
+    logged_to: str | None = None  # the parent run id the artifacts went to
+
+    @property
+    def front_paths(self) -> dict[str, Path]:
+        return {f.name: f.path for f in self.fronts if f.path is not None}
+
+    def counts(self) -> dict[str, int]:
+        """Trial outcome counts over the whole study."""
+        status = self.runs.column("status").to_pylist()
+        early = self.runs.column("stopped_early").to_pylist()
+        return {
+            "runs": len(status),
+            "used": sum(self.runs.column("used").to_pylist()),
+            "finished": sum(s == "FINISHED" for s in status),
+            "failed": sum(s == "FAILED" for s in status),
+            "killed": sum(s == "KILLED" for s in status),
+            "other": sum(s not in ("FINISHED", "FAILED", "KILLED") for s in status),
+            "stopped_early": sum(bool(e) for e in early),
+        }
+
+    def summary(self) -> list[dict]:
+        """Per mixer x regime (series x regime for benchmarks): the headline numbers for the CLI."""
+        agg = self.aggregates
+        label = "series" if self.kind == "benchmark" else "mixer"
+        names, regimes = agg.column(label).to_pylist(), agg.column("regime").to_pylist()
+        used = as_float(agg.column("n_used"))
+        out = []
+        for regime in regime_order([r for r in regimes if r is not None]):
+            for name in series_order(names):
+                idx = [i for i in range(agg.num_rows) if names[i] == name and regimes[i] == regime]
+                if idx:
+                    out.append({label: name, "regime": regime, **self._headline(idx, used)})
+        return out
+
+    def _headline(self, idx: list[int], used: np.ndarray) -> dict:
+        agg = self.aggregates
+        ok = [i for i in idx if used[i] > 0]
+        row: dict = {"configs": len(idx), "runs": int(as_float(agg.column("n_runs"))[idx].sum())}
+        if self.kind == "benchmark":
+            res = as_float(agg.column("resolution"))
+            if ok:
+                top = max(ok, key=lambda i: res[i])
+                row["resolution"] = int(res[top])
+                for m in ("images_per_second", "peak_memory_mb"):
+                    if f"{m}_mean" in agg.column_names:
+                        row[m] = float(as_float(agg.column(f"{m}_mean"))[top])
+            return row
+        if "val_top1_mean" not in agg.column_names or not ok:
+            return row
+        top1 = as_float(agg.column("val_top1_mean"))
+        best = max(ok, key=lambda i: (np.nan_to_num(top1[i], nan=-1.0), -i))
+        run_top1 = as_float(self.runs.column("val_top1")) if "val_top1" in self.runs.column_names else None
+        sel = self._runs_of(idx)
+        row["best_top1"] = float(top1[best])
+        row["mean_top1"] = float(np.nanmean(run_top1[sel])) if run_top1 is not None and sel.size else float("nan")
+        if "params_mean" in agg.column_names:
+            row["params"] = float(as_float(agg.column("params_mean"))[best])
+        return row
+
+    def _runs_of(self, idx: list[int]) -> np.ndarray:
+        keys = {k for i, k in enumerate(self.aggregates.column("run_ids").to_pylist()) if i in idx for k in k.split(";") if k}
+        ids = self.runs.column("run_id").to_pylist()
+        return np.array([i for i, r in enumerate(ids) if r in keys], dtype=int)
+
+
+def series_order(names: list) -> list:
+    mixers = mixer_order([str(n).split("/")[0] for n in names if n is not None])
+    present = [n for n in dict.fromkeys(names) if n is not None]
+    return sorted(present, key=lambda n: (mixers.index(str(n).split("/")[0]), str(n)))

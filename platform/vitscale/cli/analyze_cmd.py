@@ -1,0 +1,91 @@
+"""`vitscale analyze STUDY`: Pareto fronts, scaling-law fits, figures and a report from a study's runs."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from vitscale.cli.app import app
+from vitscale.errors import UserError
+
+
+def resolve_study(study: str) -> tuple[str, str | None, str | None]:
+    """(name, tracking uri, experiment) from a study name or a path to its YAML (`name:`, `tracking:`)."""
+    path = Path(study)
+    if path.suffix not in (".yaml", ".yml"):
+        return study, None, None
+    if not path.is_file():
+        raise UserError(f"{study}: no such study file; pass a study name or the path to its YAML")
+    import yaml
+
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise UserError(f"{study}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):
+        raise UserError(f"{study}: the study file has no `name:`; add one or pass the study name")
+    tracking = doc.get("tracking") if isinstance(doc.get("tracking"), dict) else {}
+    return doc["name"], tracking.get("uri"), tracking.get("experiment")
+
+
+def _fmt(value, scale: float = 1.0, digits: int = 2) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    return f"{value * scale:.{digits}f}"
+
+
+def summary_table(result) -> Table:
+    """Per mixer x regime: best and mean top-1 and params (benchmarks: largest resolution's numbers)."""
+    bench = result.kind == "benchmark"
+    table = Table(title=f"{result.study}: {'benchmark' if bench else 'training'} summary")
+    cols = (["series", "regime", "configs", "runs", "resolution", "images/s", "peak MB"] if bench
+            else ["mixer", "regime", "configs", "runs", "best config top-1 (%)", "mean over runs (%)", "params (best config)"])
+    for c in cols:
+        table.add_column(c, justify="left" if c in ("series", "mixer", "regime") else "right")
+    for row in result.summary():
+        if bench:
+            table.add_row(row["series"], row["regime"], str(row["configs"]), str(row["runs"]),
+                          str(row.get("resolution", "—")), _fmt(row.get("images_per_second"), digits=1),
+                          _fmt(row.get("peak_memory_mb"), digits=0))
+        else:
+            params = row.get("params")
+            table.add_row(row["mixer"], row["regime"], str(row["configs"]), str(row["runs"]),
+                          _fmt(row.get("best_top1"), 100), _fmt(row.get("mean_top1"), 100),
+                          f"{params:,.0f}" if params is not None and math.isfinite(params) else "—")
+    return table
+
+
+@app.command("analyze")
+def analyze_command(
+    study: str = typer.Argument(..., help="study name, or the path to its YAML (its `name:` and `tracking:` are used)"),
+    tracking_uri: str | None = typer.Option(
+        None, "--tracking-uri", help="MLflow store (default: the study file's tracking.uri, else sqlite:///mlflow.db)"
+    ),
+    out: Path | None = typer.Option(None, "--out", help="output directory (default: reports/STUDY/)"),
+    from_parquet: Path | None = typer.Option(
+        None, "--from", help="redraw offline from a runs.parquet snapshot (MLflow is not contacted)"
+    ),
+    n_boot: int = typer.Option(1000, "--bootstrap", min=0, help="bootstrap resamples for the fit CIs"),
+) -> None:
+    """Turn a study's runs into Pareto fronts, scaling-law fits, figures and report.md."""
+    from vitscale.analysis.analyze import analyze
+
+    name, spec_uri, experiment = resolve_study(study)
+    console = Console()
+    result = analyze(name, tracking_uri or spec_uri, out, from_parquet, experiment=experiment, n_boot=n_boot,
+                     console=Console(stderr=True))
+    c = result.counts()
+    console.print(summary_table(result))
+    console.print(f"{c['runs']} trial runs: {c['used']} used, {c['failed']} failed, "
+                  f"{c['stopped_early']} stopped early, {c['killed'] + c['other']} killed/other")
+    console.print(f"report:  {result.report_path}")
+    console.print(f"figures: {result.out_dir / 'figures'}/ ({len(result.figure_paths)} files)")
+    console.print(f"data:    {result.runs_path} (redraw offline with --from), {result.fits_path.name}")
+    for path in result.front_paths.values():
+        console.print(f"front:   {path.name}")
+    if result.logged_to:
+        console.print(f"logged to MLflow run {result.logged_to} (artifacts/analysis)")
