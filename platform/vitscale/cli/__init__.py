@@ -13,6 +13,7 @@ from vitscale.validation import error_lines
 
 # Command modules register themselves on `app` when imported (one line per module).
 from vitscale.cli import model_cmd  # noqa: E402,F401
+from vitscale.cli import analyze_cmd  # noqa: E402,F401
 from vitscale.cli import study_cmd  # noqa: E402,F401
 from vitscale.cli import spec_cmd  # noqa: E402,F401
 from vitscale.cli import data_cmd  # noqa: E402,F401
