@@ -140,3 +140,15 @@ def test_download_fetches_the_archive_into_root(tmp_path, cifar, monkeypatch):
     # Present now: a second load does not touch the network.
     monkeypatch.setattr(urllib.request, "urlopen", None)
     load(DataConfig(dataset="cifar10", root=str(tmp_path / "dl"), download=True), "cpu")
+
+
+def test_str_keyed_repickle_is_accepted(tmp_path, cifar):
+    """Copies re-pickled under Python 3 with str keys load like the official bytes-keyed files."""
+    files = cifar.files("cifar10")
+    for name, raw in files.items():
+        obj = pickle.loads(raw, encoding="bytes")
+        files[name] = pickle.dumps({k.decode(): v for k, v in obj.items()})
+    bundle = load(
+        DataConfig(dataset="cifar10", root=str(cifar.write_folder(tmp_path, "cifar10", files))), "cpu"
+    )
+    assert bundle.train_images.shape == (30, 3, 32, 32) and bundle.class_names[-1] == "truck"

@@ -30,7 +30,7 @@ def info(
     num_val: Annotated[int | None, typer.Option(help="cap (synthetic: size) of the validation set")] = None,
     num_classes: Annotated[int, typer.Option(help="synthetic: number of classes")] = 10,
     split_seed: Annotated[int, typer.Option(help="seed of split, caps and synthetic generation")] = 0,
-    device: Annotated[str, typer.Option(help="auto | cpu | cuda | cuda:N")] = "cpu",
+    device: Annotated[str, typer.Option(help="auto | cpu | cuda | cuda:N (auto: as the trainer)")] = "auto",
     measure: Annotated[bool, typer.Option("--throughput", help="measure augmented train images/s")] = False,
     batch_size: Annotated[int, typer.Option(help="batch size of the throughput measurement")] = 128,
     seconds: Annotated[float, typer.Option(help="duration of the throughput measurement")] = 2.0,

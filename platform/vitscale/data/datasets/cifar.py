@@ -142,7 +142,8 @@ def _unpickle(v: Variant, raw: bytes, name: str) -> dict:
         ) from None
     if not isinstance(obj, dict):
         raise UserError(f"{v.name}: {name} is not a {v.title} python-version pickle (no dict)")
-    return obj
+    # Official files (Python 2) give bytes keys; accept re-pickled copies with str keys too.
+    return {k.encode() if isinstance(k, str) else k: val for k, val in obj.items()}
 
 
 def _batch(v: Variant, raw: bytes, name: str) -> tuple[torch.Tensor, torch.Tensor]:
