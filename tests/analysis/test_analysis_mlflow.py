@@ -1,0 +1,173 @@
+"""analyze against a real SQLite MLflow store written in the tracking layout, and from its snapshot."""
+
+from __future__ import annotations
+
+import math
+import socket
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+from analysis_stores import BENCH_STUDY, TRAIN_STUDY, bench_truth
+
+from vitscale.analysis import runs as runs_mod
+from vitscale.analysis.analyze import analyze
+
+
+def _analyze_both(study: str, uri: str, root: Path):
+    """From MLflow, then from its runs.parquet with the MLflow reader made unusable."""
+    from_mlflow = analyze(study, uri, root / "mlflow", n_boot=40)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(runs_mod, "load_study_runs", lambda *a, **k: pytest.fail("MLflow was contacted"))
+        from_parquet = analyze(study, None, root / "parquet", from_parquet=root / "mlflow" / "runs.parquet",
+                               n_boot=40)
+    return from_mlflow, from_parquet
+
+
+@pytest.fixture(scope="module")
+def train(stores, tmp_path_factory):
+    return _analyze_both(TRAIN_STUDY, stores["uri"], tmp_path_factory.mktemp("train"))
+
+
+@pytest.fixture(scope="module")
+def bench(stores, tmp_path_factory):
+    return _analyze_both(BENCH_STUDY, stores["uri"], tmp_path_factory.mktemp("bench"))
+
+
+@pytest.mark.parametrize("which", ["train", "bench"])
+def test_mlflow_and_parquet_give_the_same_outputs(which, request):
+    a, b = request.getfixturevalue(which)
+    assert a.logged_to == a.parent_run_ids[0] and b.logged_to is None
+    files_a = sorted(p.relative_to(a.out_dir).as_posix() for p in a.out_dir.rglob("*") if p.is_file())
+    files_b = sorted(p.relative_to(b.out_dir).as_posix() for p in b.out_dir.rglob("*") if p.is_file())
+    assert files_a == files_b
+    csvs = [f for f in files_a if f.endswith(".csv")]
+    assert csvs and all(f.startswith(("pareto_", "crossovers")) for f in csvs)
+    for name in [*csvs, "fits.json", "report.md"]:
+        assert (a.out_dir / name).read_text() == (b.out_dir / name).read_text(), name
+    assert pq.read_table(a.runs_path).to_pandas().equals(pq.read_table(b.runs_path).to_pandas())  # NaN == NaN
+
+
+def test_runs_table_layout_types_and_resume_dedupe(train):
+    t = train[0].runs
+    assert t.num_rows == 24 and len(set(t.column("trial_id").to_pylist())) == 24
+    assert len(train[0].parent_run_ids) == 2
+    schema = t.schema
+    for name, typ in [("run_id", pa.string()), ("stopped_early", pa.bool_()), ("model.width", pa.int64()),
+                      ("train.lr", pa.float64()), ("model.ssog_offsets", pa.bool_()), ("val_top1", pa.float64()),
+                      ("model.mixer", pa.string()), ("train.seed", pa.int64())]:
+        assert schema.field(name).type == typ, name
+    assert t.column("model.ode.step_size").null_count == 24
+    resumed = t.filter(pc.equal(t.column("trial_id"), "t_00001"))
+    assert resumed.column("node_id").to_pylist() == ["node-b"]  # the newer parent's run
+    assert resumed.column("parent_run_id").to_pylist() == [train[0].parent_run_ids[0]]
+
+
+def test_failed_and_stopped_trials_are_counted_not_averaged(train):
+    agg = train[0].aggregates
+    rows = {(r["mixer"], r["regime"], r["width"]): r for r in agg.to_pylist()}
+    early = rows[("attention", "discrete", 96)]
+    assert (early["n_runs"], early["n_used"], early["n_stopped_early"], early["val_top1_n"]) == (2, 1, 1, 1)
+    failed = rows[("ssog", "ode", 32)]
+    assert (failed["n_failed"], failed["n_used"], failed["failure_reasons"]) == (1, 1, "diverged")
+    full = rows[("ssog", "discrete", 64)]
+    assert full["val_top1_n"] == 2 and full["val_top1_ci95"] > 0
+    report = train[0].report_path.read_text()
+    assert "| t_00020 | ssog | ode | 32 |" in report and "diverged" in report
+    assert "| t_00006 | attention | discrete | 96 |" in report
+
+
+def test_train_report_has_the_paper_table_fronts_fits_and_figures(train):
+    res = train[0]
+    report = res.report_path.read_text()
+    assert "| regime | width | attention top-1 (%) | attention params | ssog top-1 (%) | ssog params |" in report
+    paper_rows = [line for line in report.splitlines() if line.startswith(("| discrete | ", "| ode | "))][:6]
+    assert len(paper_rows) == 6 and all(row.split("|")[7].strip().startswith("+") for row in paper_rows)
+    assert all(row.split("|")[8].strip().startswith("-1") for row in paper_rows)  # ~12 % fewer params
+    for name in ("params_val_top1", "flops_per_image_val_top1", "nfe_mean_val_top1"):
+        assert f"(pareto_{name}.csv)" in report and res.front_paths[name].is_file()
+    nfe = pacsv.read_csv(res.front_paths["nfe_mean_val_top1"])
+    assert set(nfe.column("regime").to_pylist()) == {"ode"} and "run_ids" in nfe.column_names
+    assert [f.status for f in res.fits] == ["ok"] * 4
+    assert all(0.1 < f.b < 0.6 and f.ci["b"][0] <= f.b <= f.ci["b"][1] for f in res.fits)
+    for png in (p for p in res.figure_paths if p.suffix == ".png"):
+        assert f"(figures/{png.name})" in report
+
+
+def test_analysis_is_logged_to_the_newest_parent_run(train, stores):
+    from mlflow import MlflowClient
+
+    client = MlflowClient(stores["uri"])
+    listed = {a.path for a in client.list_artifacts(train[0].logged_to, "analysis")}
+    assert {"analysis/report.md", "analysis/fits.json", "analysis/runs.parquet", "analysis/figures"} <= listed
+
+
+def test_bench_crossovers_ratios_oom_and_cost_exponents(bench):
+    res = bench[0]
+    cross = {(c.regime, c.baseline, c.metric): c for c in res.crossovers}
+    c = cross[("discrete", "attention/sdpa", "images_per_second")]
+    r0 = bench_truth("ssog", "", "discrete", 224)[0] / bench_truth("attention", "sdpa", "discrete", 224)[0]
+    r1 = bench_truth("ssog", "", "discrete", 384)[0] / bench_truth("attention", "sdpa", "discrete", 384)[0]
+    t = math.log(r0) / (math.log(r0) - math.log(r1))
+    assert c.status == "crosses" and (c.below, c.above) == (224, 384)
+    assert c.resolution == pytest.approx(math.exp(math.log(224) + t * math.log(384 / 224)))
+    assert cross[("discrete", "attention/math", "images_per_second")].status == "ahead_throughout"
+    assert cross[("ode", "attention/math", "images_per_second")].largest == 512  # 768 went out of memory
+    slopes = {(e["series"], e["regime"], e["quantity"]): e["slope"] for e in res.cost_exponents}
+    assert slopes[("ssog", "discrete", "flops_per_image")] == pytest.approx(1.5)
+    assert slopes[("attention/sdpa", "discrete", "flops_per_image")] == pytest.approx(2.0)
+    report = res.report_path.read_text()
+    assert "| ode | 768 | 2304 | oom | oom |" in report
+    assert "ssog/attention/sdpa throughput" in report and "## Crossover resolutions" in report
+    fastest = pacsv.read_csv(res.front_paths["resolution_images_per_second"])
+    top = {(r["regime"], r["resolution"]): r["series"] for r in fastest.to_pylist()}
+    assert top[("discrete", 768)] == "ssog" and top[("discrete", 224)] == "attention/sdpa"
+    assert {p.name for p in res.figure_paths} >= {"throughput_vs_resolution.png", "memory_vs_resolution.svg"}
+
+
+def test_search_follows_page_tokens(stores, monkeypatch):
+    monkeypatch.setattr(runs_mod, "PAGE_SIZE", 5)
+    got = runs_mod.load_study_runs(TRAIN_STUDY, stores["uri"])
+    assert got.table.num_rows == 24
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _cli(argv: list[str], capsys) -> tuple[int, str, str]:
+    from vitscale.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+def test_cli_missing_study_unreachable_server_and_missing_store(stores, tmp_path, capsys):
+    code, _, err = _cli(["analyze", "no_such_study", "--tracking-uri", stores["uri"], "--out", str(tmp_path)], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "no_such_study" in err and stores["uri"] in err and "vitscale study run" in err
+    uri = f"http://127.0.0.1:{_free_port()}"
+    code, _, err = _cli(["analyze", TRAIN_STUDY, "--tracking-uri", uri], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and f"cannot reach the MLflow tracking server at {uri}" in err
+    missing = tmp_path / "nothing.db"
+    spec = tmp_path / "study.yaml"
+    spec.write_text(f"name: {TRAIN_STUDY}\ntracking:\n  uri: sqlite:///{missing}\n")
+    code, _, err = _cli(["analyze", str(spec)], capsys)
+    assert code == 2 and f"sqlite:///{missing}" in err and not missing.exists()
+
+
+def test_cli_redraws_from_the_snapshot(bench, tmp_path, capsys):
+    from vitscale.cli import main
+
+    main(["analyze", BENCH_STUDY, "--from", str(bench[0].runs_path), "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "attention/sdpa" in out and "report:" in out and (tmp_path / "report.md").is_file()
+    assert (tmp_path / "report.md").read_text() == bench[0].report_path.read_text()
+    assert "logged to MLflow" not in out
