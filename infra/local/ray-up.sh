@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# Start a local multi-node Ray cluster on 127.0.0.1: one head node plus N worker nodes, each its own
+# raylet (distinct node id) on this machine. Waits until every node is ALIVE and the job server
+# answers, then prints KEY=VALUE lines on stdout (human messages go to stderr):
+#   RAY_ADDRESS=127.0.0.1:PORT              GCS address: ray.init(address=...), --address
+#   RAY_DASHBOARD_URL=http://127.0.0.1:D    dashboard / job server: vitscale study submit --address
+#   RAY_TEMP_DIR=DIR                        pass to ray-down.sh --temp-dir
+#   RAY_NODES=N+1
+#
+# Every node is started with `setsid`, so all of its processes (and the workers its raylet spawns)
+# share one session id. The session ids go into DIR/vitscale-cluster.env; ray-down.sh stops exactly
+# those sessions and never touches other Ray instances on the machine (unlike `ray stop`).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
+
+usage() {
+    cat >&2 <<EOF
+usage: $(basename "$0") [--workers N] [--cpus-per-node C] [--port P] [--dashboard-port D]
+                 [--temp-dir DIR] [--object-store-mb MB] [--timeout S]
+  --workers N          worker nodes besides the head (default 1)
+  --cpus-per-node C    logical CPUs each node advertises (default 1)
+  --port P             GCS port of the head (default 6379)
+  --dashboard-port D   dashboard and job server port (default 8265)
+  --temp-dir DIR       Ray's temp dir; keep it short, socket paths are limited to 107 chars
+                       (default /tmp/vitscale-ray-\$UID)
+  --object-store-mb MB object store size per node (default: Ray's choice)
+  --timeout S          seconds to wait for the nodes and the job server (default 180)
+EOF
+    exit 2
+}
+
+WORKERS=1
+CPUS=1
+PORT=6379
+DASH_PORT=8265
+TEMP_DIR="/tmp/vitscale-ray-$(id -u)"
+OBJ_MB=""
+TIMEOUT=180
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --workers) WORKERS=${2:?}; require_int "$1" "$2"; shift 2 ;;
+        --cpus-per-node) CPUS=${2:?}; require_int "$1" "$2"; shift 2 ;;
+        --port) PORT=${2:?}; require_int "$1" "$2"; shift 2 ;;
+        --dashboard-port) DASH_PORT=${2:?}; require_int "$1" "$2"; shift 2 ;;
+        --temp-dir) TEMP_DIR=${2:?}; shift 2 ;;
+        --object-store-mb) OBJ_MB=${2:?}; require_int "$1" "$2"; shift 2 ;;
+        --timeout) TIMEOUT=${2:?}; require_int "$1" "$2"; shift 2 ;;
+        -h | --help) usage ;;
+        *) echo "error: unknown argument '$1'" >&2; usage ;;
+    esac
+done
+
+PY=$(find_bin python)
+RAY=$(find_bin ray)
+command -v setsid >/dev/null || die "'setsid' (util-linux) is required to start Ray in its own session"
+
+mkdir -p "$TEMP_DIR"
+TEMP_DIR=$(cd "$TEMP_DIR" && pwd -P)
+[[ ${#TEMP_DIR} -le 40 ]] || die "--temp-dir '$TEMP_DIR' is too long (${#TEMP_DIR} chars, max 40): Ray's socket paths under it must stay below 107 chars"
+STATE="$TEMP_DIR/vitscale-cluster.env"
+UP_LOG="$TEMP_DIR/ray-up.log"
+
+if [[ -f "$STATE" ]]; then
+    # shellcheck disable=SC1090
+    old_sids="$(source "$STATE" && echo "${VITSCALE_RAY_SIDS:-}") $(cluster_sids "$TEMP_DIR")"
+    # shellcheck disable=SC2086
+    if [[ -n "$(session_pids $old_sids)" ]]; then
+        die "a cluster started from $TEMP_DIR is still running; stop it with: $(dirname "$0")/ray-down.sh --temp-dir $TEMP_DIR"
+    fi
+    rm -f "$STATE"
+fi
+port_is_free "$PORT" || die "--port $PORT is in use on 127.0.0.1; pick another (or stop what holds it)"
+port_is_free "$DASH_PORT" || die "--dashboard-port $DASH_PORT is in use on 127.0.0.1; pick another"
+
+GCS_ADDRESS="127.0.0.1:$PORT"
+DASHBOARD_URL="http://127.0.0.1:$DASH_PORT"
+SIDS=""
+: >"$UP_LOG"
+
+write_state() {
+    cat >"$STATE" <<EOF
+VITSCALE_RAY_TEMP_DIR="$TEMP_DIR"
+VITSCALE_RAY_GCS_ADDRESS="$GCS_ADDRESS"
+VITSCALE_RAY_DASHBOARD_URL="$DASHBOARD_URL"
+VITSCALE_RAY_NODES=$((WORKERS + 1))
+VITSCALE_RAY_SIDS="$SIDS"
+EOF
+}
+
+# On any failure: stop what this run started, show the end of the log, exit non-zero.
+STARTED_OK=0
+on_exit() {
+    local rc=$?
+    if [[ $STARTED_OK -ne 1 ]]; then
+        # shellcheck disable=SC2086
+        stop_sessions 5 $SIDS || true
+        rm -f "$STATE"
+        if [[ -s "$UP_LOG" ]]; then
+            echo "---- last lines of $UP_LOG ----" >&2
+            tail -n 20 "$UP_LOG" >&2
+        fi
+        [[ $rc -ne 0 ]] || rc=1
+        exit "$rc"
+    fi
+}
+trap on_exit EXIT
+
+# start_node NAME ARGS...: `ray start ARGS` in a new session (bounded by --timeout); records the
+# session ids of every process whose arguments name this cluster's session dir.
+start_node() {
+    local name=$1 pid sid
+    shift
+    info "starting Ray $name ..."
+    echo "==== ray start ($name)" >>"$UP_LOG"
+    # `setsid -w` makes `timeout` (and so `ray start` and all it spawns) the leader of a new
+    # session, forking first only if needed, and returns the exit status.
+    setsid -w timeout "$TIMEOUT" "$RAY" start "$@" --temp-dir "$TEMP_DIR" --node-ip-address 127.0.0.1 \
+        --num-cpus "$CPUS" --disable-usage-stats ${OBJ_MB:+--object-store-memory $((OBJ_MB * 1024 * 1024))} \
+        </dev/null >>"$UP_LOG" 2>&1 &
+    pid=$!
+    SIDS="$SIDS $pid"
+    write_state
+    wait "$pid" || die "'ray start' for the $name failed or took over ${TIMEOUT}s (log: $UP_LOG)"
+    for sid in $(cluster_sids "$TEMP_DIR"); do
+        [[ " $SIDS " == *" $sid "* ]] || SIDS="$SIDS $sid"
+    done
+    write_state
+}
+
+# Node IPs: Ray 2.x on Linux replaces a loopback --node-ip-address (and a 127.0.0.1 in --address or
+# ray.init(address=...)) by the host's routable IP (ray._private.services.resolve_ip_for_localhost),
+# so the nodes register with that IP and Ray's gRPC servers (GCS, raylets) listen on all interfaces;
+# Ray has no flag to change that (its agents and client server bind to that IP too). The dashboard
+# and job server are bound to 127.0.0.1, and 127.0.0.1:PORT is a valid address for Ray clients.
+RAY_CLIENT_PORT=$(free_port)
+start_node head --head --port "$PORT" --dashboard-host 127.0.0.1 --dashboard-port "$DASH_PORT" \
+    --include-dashboard true --ray-client-server-port "$RAY_CLIENT_PORT" --dashboard-agent-listen-port 0
+for ((i = 1; i <= WORKERS; i++)); do
+    # Ports of a worker node (node manager, object manager, agents, metrics) are left to Ray (0 =
+    # any free port), so several raylets coexist on this host; only the agent's HTTP port has a
+    # fixed default (52365) in `ray start`, hence 0 here.
+    start_node "worker $i" --address "$GCS_ADDRESS" --dashboard-agent-listen-port 0
+done
+
+info "waiting for $((WORKERS + 1)) alive nodes and the job server at $DASHBOARD_URL ..."
+"$PY" - "$DASHBOARD_URL" "$((WORKERS + 1))" "$TIMEOUT" <<'EOF' || die "the cluster did not become ready within ${TIMEOUT}s (logs: $TEMP_DIR/session_latest/logs)"
+import json, sys, time, urllib.request
+
+url, want, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+deadline = time.monotonic() + timeout
+alive = -1
+while time.monotonic() < deadline:
+    try:
+        with urllib.request.urlopen(f"{url}/api/v0/nodes?limit=1000", timeout=10) as r:
+            nodes = json.load(r)["data"]["result"]["result"]
+        alive = sum(1 for n in nodes if n.get("state") == "ALIVE")
+        if alive >= want:
+            with urllib.request.urlopen(f"{url}/api/jobs/", timeout=10) as r:
+                json.load(r)
+            sys.exit(0)
+    except Exception:
+        pass
+    time.sleep(1)
+print(f"alive nodes: {max(alive, 0)} of {want}", file=sys.stderr)
+sys.exit(1)
+EOF
+
+STARTED_OK=1
+info "Ray cluster ready: $((WORKERS + 1)) nodes; stop it with: $(dirname "$0")/ray-down.sh --temp-dir $TEMP_DIR"
+echo "RAY_ADDRESS=$GCS_ADDRESS"
+echo "RAY_DASHBOARD_URL=$DASHBOARD_URL"
+echo "RAY_TEMP_DIR=$TEMP_DIR"
+echo "RAY_NODES=$((WORKERS + 1))"
