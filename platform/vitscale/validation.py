@@ -62,9 +62,9 @@ def _unknown_key(model: type[BaseModel] | None, loc: tuple) -> str:
     if parent is None:
         return "unknown key (check the spelling; `vitscale spec schema` lists the keys)"
     known = [f.alias or name for name, f in parent.model_fields.items()]
-    close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(str(loc[-1]), known, n=2, cutoff=0.6)
     if close:
-        return f"unknown key; did you mean {close[0]!r}?"
+        return f"unknown key; did you mean {' or '.join(map(repr, close))}?"
     return f"unknown key; known keys: {', '.join(known)}"
 
 

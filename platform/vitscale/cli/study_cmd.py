@@ -48,14 +48,17 @@ FilesArgument = Annotated[list[Path], typer.Argument(help="study or search-space
 
 def trials_line(spec) -> str:
     """'12 trials = 12 grid points x 1 seed': how a study expands."""
-    seeds = len(spec.search.seeds)
+
+    def n(count: int, noun: str) -> str:
+        return f"{count} {noun}{'' if count == 1 else 's'}"
+
     if spec.kind == "benchmark":
-        what = f"{len(grid_points(spec))} configurations"
+        what = n(len(grid_points(spec)), "configuration")
     elif spec.search.algorithm == "grid":
-        what = f"{len(grid_points(spec))} grid points"
+        what = n(len(grid_points(spec)), "grid point")
     else:
-        what = f"{spec.search.num_samples} {spec.search.algorithm} samples"
-    return f"{count_trials(spec)} trials = {what} x {seeds} seed{'s' if seeds > 1 else ''}"
+        what = n(spec.search.num_samples, f"{spec.search.algorithm} sample")
+    return f"{n(count_trials(spec), 'trial')} = {what} x {n(len(spec.search.seeds), 'seed')}"
 
 
 def check_file(path: Path) -> str:

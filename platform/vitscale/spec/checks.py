@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from vitscale.spec.check_space import check_against_trial, check_structure
 from vitscale.spec.distributions import CONTINUOUS
 from vitscale.spec.errors import Problem
-from vitscale.spec.space import GRID_LIMIT, SpaceCycle, TooManyPoints
+from vitscale.spec.space import GRID_LIMIT, SpaceCycle, TooManyPoints, providers
 from vitscale.spec.study import StudySpec
 from vitscale.validation import error_items
 
@@ -119,11 +119,34 @@ def _resources(spec: StudySpec) -> Iterable[Problem]:
         yield Problem(key, f"{device} needs resources.gpu > 0 (a trial sees only the GPUs it reserves)")
 
 
-def _space(spec: StudySpec) -> Iterable[Problem]:
+def space_problems(spec: StudySpec, removed: Iterable[str] = (), with_trial: bool = True) -> list[Problem]:
+    """Structure of every parameter, then the combination rules on those without problems.
+
+    `removed`: parameters already rejected by Pydantic. A parameter whose `when:` reads a
+    rejected or broken one is left out of the combination rules too: its activity would be
+    judged on a wrong value.
+    """
     problems = check_structure(spec.space)
-    if not problems and spec.kind == "train":
-        problems = check_against_trial(spec.space, spec.trial)
-    yield from problems
+    if (
+        not with_trial
+        or spec.kind != "train"
+        or any(".when" in p.key and "cycle" in p.message for p in problems)
+    ):
+        return problems
+    every = set(spec.space) | set(removed)
+    dropped = {
+        k for k in spec.space for p in problems if p.key == f"space.{k}" or p.key.startswith(f"space.{k}.")
+    }
+    good = dict(spec.space)
+    while dropped:
+        for key in dropped:
+            good.pop(key, None)
+        dropped = {
+            k
+            for k, param in good.items()
+            if any(set(providers(every, p)) - set(good) for p in param.conditions())
+        }
+    return problems + check_against_trial(good, spec.trial)
 
 
 def _grid(spec: StudySpec) -> Iterable[Problem]:
@@ -163,7 +186,7 @@ CHECKS: tuple[tuple[set[str], Callable[[StudySpec], Iterable[Problem]]], ...] = 
     ({"scheduler", "objectives", "trial", "space"}, _scheduler),
     ({"kind", "search", "space", "objectives", "trial", "benchmark"}, _search),
     ({"kind", "resources", "trial", "benchmark"}, _resources),
-    ({"kind", "space", "trial"}, _space),
+    ({"kind", "space", "trial"}, space_problems),
 )
 
 
@@ -173,6 +196,8 @@ def check_study(spec: StudySpec, skip: set[str] = frozenset()) -> list[Problem]:
     for needs, check in CHECKS:
         if not needs & skip:
             problems += check(spec)
+    if "space" not in skip and {"kind", "trial"} & skip:
+        problems += check_structure(spec.space)  # the combination rules need a valid trial
     if not problems and not skip:
         problems += _grid(spec)
     return problems

@@ -41,7 +41,12 @@ def label(value: Any) -> Any:
 class Param(BaseModel):
     """A distribution over one space key, optionally conditional on other parameters."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
+    model_config = ConfigDict(
+        extra="forbid",
+        populate_by_name=True,
+        serialize_by_alias=True,
+        json_schema_extra={"oneOf": [{"required": [k]} for k in KINDS]},
+    )
 
     choice: list[Any] | None = Field(None, min_length=1, description="categorical values (any algorithm)")
     grid: list[Any] | None = Field(None, min_length=1, description="explicit values (grid studies)")

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from vitscale.spec import yamlio
 from vitscale.spec.check_space import check_structure
-from vitscale.spec.checks import check_study
+from vitscale.spec.checks import check_study, space_problems
 from vitscale.spec.distributions import Param
 from vitscale.spec.errors import Problem, SpecError
 from vitscale.spec.overrides import apply_overrides
@@ -29,7 +29,12 @@ from vitscale.validation import error_items
 
 
 def _show(path: Path) -> str:
-    return os.path.normpath(str(path))
+    """A path as the user would write it: relative to the working directory when below it."""
+    text = os.path.normpath(str(path))
+    if os.path.isabs(text):
+        rel = os.path.relpath(text)
+        return text if rel.startswith("..") else rel
+    return text
 
 
 def _read_mapping(path: Path, what: str) -> dict:
@@ -50,7 +55,7 @@ def read_space(path: Path, _chain: Sequence[Path] = ()) -> dict[str, Any]:
 def _with_includes(params: dict, path: Path, chain: list[Path], key: str) -> dict[str, Any]:
     includes = params.pop("include", None)
     if includes is None:
-        return params
+        return _merge_space({}, params)  # a null parameter means "none": drop it
     if isinstance(includes, str):
         includes = [includes]
     if not isinstance(includes, list) or not all(isinstance(i, str) for i in includes):
@@ -140,8 +145,8 @@ def validate_study(raw: Any, source: str = "", touched: Sequence[str] = ()) -> S
         spec = _partial(raw, bad, bad_params)
     if spec is not None:
         problems += check_study(spec, skip=bad)
-        if "space" in bad:  # the parameters that did parse still get their path and value checks
-            problems += check_structure(spec.space)
+        if "space" in bad:  # the parameters that did parse are still checked
+            problems += space_problems(spec, bad_params, with_trial=not bad & {"kind", "trial"})
     if problems:
         raise SpecError.from_problems(_from_set(_unique(problems), touched), source)
     return spec

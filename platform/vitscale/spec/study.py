@@ -71,7 +71,9 @@ class TrackingConfig(_Section):
 
 
 def _space_schema(schema: dict) -> None:
-    """Editors: `include:` is allowed among the parameters (the loader merges the files)."""
+    """Editors: `include:` is allowed among the parameters (the loader merges the files), and a
+    parameter may be null (removes one inherited through extends or include)."""
+    schema["additionalProperties"] = {"anyOf": [schema["additionalProperties"], {"type": "null"}]}
     schema["properties"] = {
         "include": {
             "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],

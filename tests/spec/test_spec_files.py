@@ -1,0 +1,108 @@
+"""Every shipped study and search space validates, expands as documented and round-trips."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vitscale.spec import (
+    count_trials,
+    dump_spec,
+    grid_points,
+    load_space,
+    load_study,
+    spec_hash,
+    validate_study,
+)
+from vitscale.spec.yamlio import parse
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDIES = sorted((ROOT / "studies").glob("*.yaml"))
+SPACES = sorted((ROOT / "search_spaces").glob("*.yaml"))
+
+EXPECTED_TRIALS = {
+    "quickstart.yaml": 12,  # 2 mixers x 2 widths x 3 regimes x 1 seed
+    "paper_cifar100_discrete.yaml": 18,  # 2 mixers x 3 sizes x 3 seeds
+    "paper_cifar100_looped.yaml": 18,
+    "paper_cifar100_ode.yaml": 18,
+    "ssog_search.yaml": 32,  # 32 TPE samples x 1 seed
+    "throughput_resolution.yaml": 45,  # 3 regimes x 5 resolutions x (ssog + attention sdpa/math)
+}
+
+
+def test_every_study_is_listed():
+    assert {p.name for p in STUDIES} == set(EXPECTED_TRIALS)
+    assert {p.name for p in SPACES} == {
+        "mixer_width.yaml",
+        "ssog_gaussians.yaml",
+        "ode_solver.yaml",
+        "resolution.yaml",
+        "recipe.yaml",
+    }
+
+
+@pytest.mark.parametrize("path", STUDIES, ids=lambda p: p.name)
+def test_study_validates_and_counts(path):
+    spec = load_study(path)
+    assert count_trials(spec) == EXPECTED_TRIALS[path.name]
+    text = path.read_text()
+    assert text.startswith("#"), "each study starts with a comment header"
+
+
+@pytest.mark.parametrize("path", STUDIES, ids=lambda p: p.name)
+def test_resolved_spec_round_trips(path):
+    spec = load_study(path)
+    again = validate_study(parse(dump_spec(spec)), "dump")
+    assert spec_hash(again) == spec_hash(spec)
+    assert again == spec
+
+
+@pytest.mark.parametrize("path", SPACES, ids=lambda p: p.name)
+def test_search_space_validates(path):
+    assert load_space(path)
+    assert path.read_text().startswith("#")
+
+
+def test_paper_studies_share_their_base():
+    discrete = load_study(ROOT / "studies/paper_cifar100_discrete.yaml")
+    ode = load_study(ROOT / "studies/paper_cifar100_ode.yaml")
+    looped = load_study(ROOT / "studies/paper_cifar100_looped.yaml")
+    assert (discrete.trial.model.regime, looped.trial.model.regime, ode.trial.model.regime) == (
+        "discrete",
+        "looped",
+        "ode",
+    )
+    assert ode.trial.data == discrete.trial.data and ode.space == discrete.space
+    assert ode.tracking.experiment == "paper-cifar100-ode"
+    sizes = {(p["model"]["width"], p["model"]["heads"]) for p in grid_points(discrete)}
+    assert sizes == {(192, 3), (384, 6), (768, 12)}
+    assert discrete.resources.gpu == 1 and discrete.search.seeds == [0, 1, 2]
+
+
+def test_quickstart_is_small_and_local():
+    spec = load_study(ROOT / "studies/quickstart.yaml")
+    assert spec.trial.data.dataset == "digits" and spec.trial.data.resolution == 32
+    assert spec.resources.gpu == 0 and spec.trial.train.device == "cpu"
+    assert spec.scheduler.type == "asha" and spec.metric == "val_top1"
+    assert spec.scheduler.max_t == spec.trial.train.epochs
+    points = grid_points(spec)
+    assert {p["model.mixer"] for p in points} == {"attention", "ssog"}
+    assert {p["model.regime"] for p in points} == {"discrete", "looped", "ode"}
+    assert max(p["model.width"] for p in points) <= 64
+
+
+def test_ssog_search_conditions_ode_tolerances():
+    spec = load_study(ROOT / "studies/ssog_search.yaml")
+    assert spec.search.algorithm == "tpe" and [o.metric for o in spec.objectives] == ["val_top1", "params"]
+    assert spec.space["model.ode.rtol"].conditions() == {"model.regime": ["ode"]}
+    assert "model.num_gaussians" in spec.space  # from search_spaces/ssog_gaussians.yaml
+
+
+def test_benchmark_study_points_are_configurations():
+    spec = load_study(ROOT / "studies/throughput_resolution.yaml")
+    points = grid_points(spec)
+    assert len(points) == 45
+    assert {p["resolution"] for p in points} == {224, 384, 512, 768, 1024}
+    assert {p["attention_backend"] for p in points if p["mixer"] == "attention"} == {"sdpa", "math"}
+    assert {p["attention_backend"] for p in points if p["mixer"] == "ssog"} == {None}
