@@ -178,14 +178,15 @@ def resolution_figure(agg: pa.Table, metric: str, front: Front | None, crossings
     if front is not None and front.table.num_rows:
         ax.scatter(as_float(front.table.column("resolution")), as_float(front.table.column(f"{metric}_mean")),
                    s=120, facecolors="none", edgecolors="black", lw=1.1, zorder=4, label="best per resolution")
-    marks: dict[int, list[str]] = {}
+    marks: dict[int, dict[str, list[str]]] = {}
     for c in crossings:
         if c.metric == metric and c.resolution:
-            marks.setdefault(round(c.resolution), []).append(f"{c.regime} vs {c.baseline}")
-    for x, who in marks.items():  # one line per crossover resolution, every pair that crosses there
+            marks.setdefault(round(c.resolution), {}).setdefault(f"{c.candidate} passes {c.baseline}", []).append(c.regime)
+    for x, who in marks.items():  # one line per crossover resolution, naming every pair crossing there
         ax.axvline(x, color="gray", ls=":", lw=1)
-        ax.annotate(f"crossover {x}px: " + "; ".join(who), (x, 0.02), xycoords=("data", "axes fraction"),
-                    rotation=90, fontsize=6, color="gray", va="bottom", ha="right")
+        text = f"{x} px: " + "; ".join(f"{k} ({', '.join(v)})" for k, v in who.items())
+        ax.annotate(text, (x, 0.02), xycoords=("data", "axes fraction"), xytext=(3, 0), textcoords="offset points",
+                    rotation=90, fontsize=6, color="gray", va="bottom", ha="left")
     ax.legend(fontsize=7, loc="best")
     return save(fig, out_dir, name)
 
@@ -207,7 +208,9 @@ def cost_figure(agg: pa.Table, exponents: list[dict], out_dir: Path, name: str =
         st = style.of(mixers[idx[0]], e["regime"])
         ax.plot(x[idx], y[idx], ls="none", **st)
         grid = np.geomspace(np.nanmin(x[idx]), np.nanmax(x[idx]), 50)
+        backend = e["series"].split("/")[1] if e["series"].startswith("attention/") else None
         ax.plot(grid, np.exp(e["intercept"]) * grid ** e["slope"], color=st["color"], lw=1,
+                ls=BACKEND_STYLES.get(backend, "-"),
                 label=f"{e['series']} · {e['regime']}: slope {e['slope']:.2f}")
     ax.legend(fontsize=7, loc="best")
     return save(fig, out_dir, name)

@@ -165,7 +165,8 @@ def exponents_section(res: AnalysisResult) -> list[str]:
             *table(["series", "regime", "setting", "quantity", "slope [95 % CI]", "r²", "points"], rows)]
 
 
-def failures_section(res: AnalysisResult) -> list[str]:
+def failures_section(res: AnalysisResult, limit: int = 100) -> list[str]:
+    """Every trial left out of the statistics (up to `limit` rows; runs.parquet has them all)."""
     t = res.runs
     bad = t.filter(pc.invert(t.column("used")))
     out = ["## Failed and stopped-early trials", ""]
@@ -173,9 +174,11 @@ def failures_section(res: AnalysisResult) -> list[str]:
         return out + ["None: every trial finished its schedule.", ""]
     cols = ["trial_id", "mixer", "regime", "width", "resolution", "seed", "status", "stopped_early", "failure_reason"]
     rows = [[num(bad.column(c)[i].as_py()) if bad.column(c)[i].as_py() is not None else "—" for c in cols]
-            for i in range(bad.num_rows)]
-    return out + table(["trial", "mixer", "regime", "width", "resolution", "seed", "status", "stopped early",
-                        "reason"], rows)
+            for i in range(min(bad.num_rows, limit))]
+    out += table(["trial", "mixer", "regime", "width", "resolution", "seed", "status", "stopped early", "reason"], rows)
+    if bad.num_rows > limit:
+        out += [f"… and {bad.num_rows - limit} more (all of them are in runs.parquet).", ""]
+    return out
 
 
 def figures_section(res: AnalysisResult) -> list[str]:

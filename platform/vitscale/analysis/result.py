@@ -92,9 +92,11 @@ class AnalysisResult:
         return row
 
     def _runs_of(self, idx: list[int]) -> np.ndarray:
-        keys = {k for i, k in enumerate(self.aggregates.column("run_ids").to_pylist()) if i in idx for k in k.split(";") if k}
-        ids = self.runs.column("run_id").to_pylist()
-        return np.array([i for i, r in enumerate(ids) if r in keys], dtype=int)
+        """Row indices in `runs` of the used runs of the given aggregate rows."""
+        wanted = set(idx)
+        ids = {r for i, joined in enumerate(self.aggregates.column("run_ids").to_pylist()) if i in wanted
+               for r in joined.split(";") if r}
+        return np.array([i for i, r in enumerate(self.runs.column("run_id").to_pylist()) if r in ids], dtype=int)
 
 
 def series_order(names: list) -> list:
