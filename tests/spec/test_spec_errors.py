@@ -55,6 +55,14 @@ MALFORMED = [
     ("space: {model.width: {choice: [32, 32]}}", "space.model.width.choice", "repeated"),
     ("space: {model.width: {choice: [32], grid: [64]}}", "space.model.width", "exactly one distribution"),
     ("space: {model.width: {int: [8, 1]}}", "space.model.width.int", "above high"),
+    ("space: {model.depth: {int: [1, 8], step: 3}}", "space.model.depth.int", "not a multiple of step 3"),
+    (
+        "space: {train.warmup_epochs: {uniform: [0, 1], step: 0.3}}\nsearch: {algorithm: tpe}",
+        "space.train.warmup_epochs.uniform",
+        "not a multiple of step 0.3",
+    ),
+    ("space: {train.lr: {uniform: [0.1, 0.2], log: true}}", "space.train.lr.log", "use loguniform"),
+    ("extends: base.yaml", "extends", "resolved when a file is read"),
     (
         "space: {train.lr: {loguniform: [0, 1.0e-2]}}\nsearch: {algorithm: tpe}",
         "space.train.lr.loguniform",
@@ -143,7 +151,7 @@ def test_malformed_spec_names_its_key(body, key, message):
 
 def test_bad_name():
     assert _problems("name: My Study") == [
-        "x.yaml: name: String should match pattern '^[a-z0-9][a-z0-9_-]*$' (got 'My Study')"
+        "x.yaml: name: 'My Study': use lowercase letters, digits, '-' and '_', starting with a letter or digit"
     ]
     assert _problems("trial: {}") == ["x.yaml: name: required key is missing"]
 

@@ -61,22 +61,22 @@ def trials_line(spec) -> str:
     return f"{n(count_trials(spec), 'trial')} = {what} x {n(len(spec.search.seeds), 'seed')}"
 
 
-def check_file(path: Path) -> str:
+def check_file(path: Path, overrides: list[str] | tuple = ()) -> str:
     """Validate one study or search-space file; the OK summary, or SpecError."""
     if is_space_file(yamlio.read(path)):
         space = load_space(path)
         return f"search space, {len(space)} parameter{'' if len(space) == 1 else 's'}"
-    spec = load_study(path)
+    spec = load_study(path, overrides)
     return f"study {spec.name} ({spec.kind}, {spec.search.algorithm}): {trials_line(spec)}"
 
 
 @study_app.command("validate")
-def validate(files: FilesArgument) -> None:
+def validate(files: FilesArgument, set_: SetOption = None) -> None:
     """Check study and search-space files; every problem of every file, one line each."""
     problems: list[str] = []
     for path in files:
         try:
-            typer.echo(f"OK {path}: {check_file(path)}")
+            typer.echo(f"OK {path}: {check_file(path, set_ or ())}")
         except SpecError as exc:
             problems += exc.lines
     if problems:

@@ -89,6 +89,12 @@ class Param(BaseModel):
                 raise ValueError(f"{kind}: low {low} must be below high {high}")
             if kind == "loguniform" and low <= 0:
                 raise ValueError(f"loguniform: low {low} must be > 0")
+            if self.step is not None:
+                steps = (high - low) / self.step
+                if abs(steps - round(steps)) > 1e-9:
+                    raise ValueError(
+                        f"uniform: high - low ({high - low}) is not a multiple of step {self.step}"
+                    )
         values = self.choice if kind == "choice" else self.grid if kind == "grid" else None
         if values is not None:
             labels = [label(v) for v in values]

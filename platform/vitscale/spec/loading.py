@@ -135,6 +135,10 @@ def validate_study(raw: Any, source: str = "", touched: Sequence[str] = ()) -> S
         raise SpecError([f"{source or 'study'}: a study is a mapping (name:, trial:, space:, ...)"])
     problems: list[Problem] = []
     bad: set[str] = set()
+    if raw.get("extends") is not None:
+        problems.append(
+            Problem("extends", "resolved when a file is read (load_study); it cannot be set here")
+        )
     try:
         spec: StudySpec | None = StudySpec.model_validate(raw)
     except ValidationError as exc:

@@ -8,9 +8,10 @@ ASHA max_t, seeds, objectives) are filled in here, so consumers always see concr
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from vitscale.bench.config import BenchmarkConfig
 from vitscale.spec.distributions import Param
@@ -85,7 +86,9 @@ def _space_schema(schema: dict) -> None:
 class StudySpec(_Section):
     """A whole study: base trial, search space, search algorithm, objectives, where it runs."""
 
-    name: str = Field(pattern=NAME_PATTERN, description="lowercase letters, digits, - and _")
+    name: str = Field(
+        description="lowercase letters, digits, - and _", json_schema_extra={"pattern": NAME_PATTERN}
+    )
     description: str = ""
     extends: str | None = Field(
         None, description="another study file (relative to this one) to inherit; applied by the loader"
@@ -107,6 +110,15 @@ class StudySpec(_Section):
     failure: FailureConfig = Field(default_factory=FailureConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     storage: str = Field("./ray_results", description="Ray results: a path, or a URI (s3://...) for clusters")
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        if not re.fullmatch(NAME_PATTERN, name):
+            raise ValueError(
+                f"{name!r}: use lowercase letters, digits, '-' and '_', starting with a letter or digit"
+            )
+        return name
 
     @model_validator(mode="after")
     def _fill_defaults(self) -> StudySpec:
