@@ -94,6 +94,7 @@ MALFORMED = [
         "space.model.width.when",
         "cycle",
     ),
+    ("space: {model.width: {choice: [32], when: {model.width: 32}}}", "space.model.width.when", "itself"),
     (
         "space: {model: {grid: [{width: 32, heads: 2}]}, model.width: {grid: [64]}}",
         "space.model.width",

@@ -97,21 +97,13 @@ def _check_param(key: str, param: Param, space: Mapping[str, Param], where: str)
             )
         )
     else:
-        for value in param.values():
-            for path, item in flatten_section(key, value).items():
-                sub = lookup(path)
-                if path in NOT_SEARCHABLE:
-                    why = f"{path} cannot be searched: {NOT_SEARCHABLE[path]}"
-                elif sub is None or not sub.is_leaf:
-                    why = f"{path} is not a field of the trial config{suggest(path)}"
-                else:
-                    why = check_value(path, item)
-                if why:
-                    problems.append(Problem(where, why))
-                    break
+        items = [item for value in param.values() for item in flatten_section(key, value).items()]
+        why = next((w for path, item in items if (w := _coupled_problem(path, item))), None)
+        if why:
+            problems.append(Problem(where, why))
     for path, accepted in param.conditions().items():
         cond = lookup(path)
-        if path == key:
+        if key in providers(space, path):
             problems.append(Problem(f"{where}.when", "a parameter cannot depend on itself"))
         elif cond is None:
             problems.append(
@@ -125,6 +117,16 @@ def _check_param(key: str, param: Param, space: Mapping[str, Param], where: str)
         elif why := next((w for v in accepted if (w := check_value(path, v))), None):
             problems.append(Problem(f"{where}.when.{path}", why))
     return problems
+
+
+def _coupled_problem(path: str, item: Any) -> str | None:
+    """Why one field of a coupled value cannot be set to `item`, or None."""
+    node = lookup(path)
+    if path in NOT_SEARCHABLE:
+        return f"{path} cannot be searched: {NOT_SEARCHABLE[path]}"
+    if node is None or not node.is_leaf:
+        return f"{path} is not a field of the trial config{suggest(path)}"
+    return check_value(path, item)
 
 
 def _overlaps(section: str, param: Param, other: str) -> bool:

@@ -43,7 +43,7 @@ def dependencies(space: Mapping[str, Param]) -> dict[str, list[str]]:
     for key, param in space.items():
         found: list[str] = []
         for path in param.conditions():
-            found += [k for k in providers(space, path) if k not in found]
+            found += [k for k in providers(space, path) if k not in found and k != key]
         deps[key] = found
     return deps
 
