@@ -14,7 +14,7 @@ import pytest
 from analysis_stores import BENCH_STUDY, TRAIN_STUDY, bench_truth
 
 from vitscale.analysis import runs as runs_mod
-from vitscale.analysis.analyze import analyze
+from vitscale.analysis.pipeline import analyze
 
 
 def _analyze_both(study: str, uri: str, root: Path):

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pyarrow as pa
 import pytest
 
-from vitscale.analysis.analyze import analyze
+from vitscale.analysis.pipeline import analyze
 from vitscale.analysis.runs import (
     StudyRuns,
     dedupe_by_trial,

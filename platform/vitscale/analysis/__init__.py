@@ -3,7 +3,7 @@
 Modules, one job each: runs (MLflow / runs.parquet -> Table), fields (normalised mixer/regime/...
 columns), aggregate (seeds -> mean, std, 95 % CI), pareto (non-dominated rows), fronts (the
 study's fronts -> CSV), crossover (where SSoG overtakes attention), fits (power laws, cost
-exponents), figures, report / report_bench (report.md), analyze (the orchestrator).
+exponents), figures, report / report_bench (report.md), pipeline (`analyze`, the orchestrator).
 Imports are lazy so `from vitscale.analysis import pareto_front` does not load MLflow.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 _EXPORTS = {
-    "analyze": "vitscale.analysis.analyze",
+    "analyze": "vitscale.analysis.pipeline",
     "AnalysisResult": "vitscale.analysis.result",
     "pareto_front": "vitscale.analysis.pareto",
     "pareto_mask": "vitscale.analysis.pareto",

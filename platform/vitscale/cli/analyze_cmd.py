@@ -72,7 +72,7 @@ def analyze_command(
     n_boot: int = typer.Option(1000, "--bootstrap", min=0, help="bootstrap resamples for the fit CIs"),
 ) -> None:
     """Turn a study's runs into Pareto fronts, scaling-law fits, figures and report.md."""
-    from vitscale.analysis.analyze import analyze
+    from vitscale.analysis.pipeline import analyze
 
     name, spec_uri, experiment = resolve_study(study)
     console = Console()
