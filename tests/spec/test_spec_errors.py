@@ -176,6 +176,12 @@ def test_every_problem_is_reported_together():
     ], lines
 
 
+def test_rules_reading_a_broken_parameter_are_skipped():
+    # width is unknown (broken), so heads 3 is not judged against the base width 64.
+    lines = _problems("name: x\nspace: {model.width: {int: [8, 1]}, model.heads: {choice: [3]}}")
+    assert [line.split(": ")[1] for line in lines] == ["space.model.width.int"]
+
+
 def test_valid_parameters_are_still_checked_beside_broken_ones():
     lines = _problems("name: x\nspace: {model.width: {choice: [30]}, model.depth: {int: [3, 1]}}")
     assert [line.split(": ")[1] for line in lines] == ["space.model.depth.int", "space.model.width"]

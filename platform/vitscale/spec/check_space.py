@@ -11,7 +11,7 @@ points are skipped rather than guessed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -136,8 +136,15 @@ def _overlaps(section: str, param: Param, other: str) -> bool:
     )
 
 
-def check_against_trial(space: Mapping[str, Param], base: BaseModel, prefix: str = "space") -> list[Problem]:
-    """Never-active parameters, mixer/regime-only fields, and shapes over every combination."""
+def check_against_trial(
+    space: Mapping[str, Param], base: BaseModel, prefix: str = "space", unknown: Iterable[str] = ()
+) -> list[Problem]:
+    """Never-active parameters, mixer/regime-only fields, and shapes over every combination.
+
+    `unknown`: keys of broken parameters left out of `space`; a rule reading a field they would
+    set is skipped rather than judged on the base value.
+    """
+    unknown = list(unknown)
     problems = []
     for key, param in space.items():
         if param.when and _any_point(space, base, [key], lambda p, k=key: k in p) is False:
@@ -147,6 +154,8 @@ def check_against_trial(space: Mapping[str, Param], base: BaseModel, prefix: str
             continue
         for guarded, field, value in GUARDS:
             if not any(p == guarded or p.startswith(guarded + ".") for p in set_paths(key, param)):
+                continue
+            if providers(unknown, field):
                 continue
             keys = [key, *providers(space, field)]
 
@@ -163,7 +172,7 @@ def check_against_trial(space: Mapping[str, Param], base: BaseModel, prefix: str
                 )
     for small, big, template in SHAPES:
         keys = providers(space, small) + providers(space, big)
-        if not keys:
+        if not keys or providers(unknown, small) or providers(unknown, big):
             continue
         bad = _first_point(
             space, base, keys, lambda p, s=small, b=big: _divides(p, s, b, space, base) is False

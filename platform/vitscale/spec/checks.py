@@ -30,7 +30,7 @@ def known_metrics(kind: str) -> tuple[str, ...]:
     return REPORTED_METRICS
 
 
-def _kind(spec: StudySpec) -> Iterable[Problem]:
+def _kind(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
     if spec.kind == "benchmark":
         if spec.benchmark is None:
             yield Problem("benchmark", "required for kind: benchmark (mixers, regimes, resolutions, ...)")
@@ -48,7 +48,7 @@ def _kind(spec: StudySpec) -> Iterable[Problem]:
         yield Problem("benchmark", "only for kind: benchmark (this study is kind: train)")
 
 
-def _objectives(spec: StudySpec) -> Iterable[Problem]:
+def _objectives(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
     known = known_metrics(spec.kind)
     seen: set[tuple[str, str]] = set()
     for i, objective in enumerate(spec.objectives):
@@ -62,7 +62,7 @@ def _objectives(spec: StudySpec) -> Iterable[Problem]:
         seen.add(objective.metric)
 
 
-def _scheduler(spec: StudySpec) -> Iterable[Problem]:
+def _scheduler(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
     sched = spec.scheduler
     if sched.type != "asha":
         return
@@ -76,7 +76,7 @@ def _scheduler(spec: StudySpec) -> Iterable[Problem]:
         yield Problem("scheduler.grace_period", f"{sched.grace_period} exceeds max_t {sched.max_t}")
 
 
-def _search(spec: StudySpec) -> Iterable[Problem]:
+def _search(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
     search = spec.search
     dupes = sorted({s for s in search.seeds if search.seeds.count(s) > 1})
     if dupes:
@@ -96,7 +96,7 @@ def _search(spec: StudySpec) -> Iterable[Problem]:
                     "(or pick a sampler, e.g. search.algorithm: tpe)",
                 )
     else:
-        if not spec.space:
+        if not spec.space and not removed:
             yield Problem(
                 "space", f"{search.algorithm} needs parameters to search; add some or use algorithm: grid"
             )
@@ -109,7 +109,7 @@ def _search(spec: StudySpec) -> Iterable[Problem]:
             yield Problem("search.algorithm", "cmaes optimises one objective; use nsga2 or tpe for several")
 
 
-def _resources(spec: StudySpec) -> Iterable[Problem]:
+def _resources(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
     gpu = spec.resources.gpu
     if gpu > 1 and gpu != int(gpu):
         yield Problem("resources.gpu", f"{gpu}: above one GPU per trial, ask for a whole number")
@@ -146,7 +146,7 @@ def space_problems(spec: StudySpec, removed: Iterable[str] = (), with_trial: boo
             for k, param in good.items()
             if any(set(providers(every, p)) - set(good) for p in param.conditions())
         }
-    return problems + check_against_trial(good, spec.trial)
+    return problems + check_against_trial(good, spec.trial, unknown=every - set(good))
 
 
 def _grid(spec: StudySpec) -> Iterable[Problem]:
@@ -179,25 +179,28 @@ def _grid(spec: StudySpec) -> Iterable[Problem]:
                     yield Problem(f"trial.{key}", f"{msg} (at grid point {combo})")
 
 
-# (sections read, check)
-CHECKS: tuple[tuple[set[str], Callable[[StudySpec], Iterable[Problem]]], ...] = (
+# (sections read, check(spec, removed space parameters))
+CHECKS: tuple[tuple[set[str], Callable[[StudySpec, frozenset[str]], Iterable[Problem]]], ...] = (
     ({"kind", "benchmark", "space", "trial", "search", "scheduler"}, _kind),
     ({"kind", "objectives"}, _objectives),
     ({"scheduler", "objectives", "trial", "space"}, _scheduler),
     ({"kind", "search", "space", "objectives", "trial", "benchmark"}, _search),
     ({"kind", "resources", "trial", "benchmark"}, _resources),
-    ({"kind", "space", "trial"}, space_problems),
 )
 
 
-def check_study(spec: StudySpec, skip: set[str] = frozenset()) -> list[Problem]:
-    """Every cross-field problem, skipping checks that read a section listed in `skip`."""
+def check_study(spec: StudySpec, skip: Iterable[str] = (), removed: Iterable[str] = ()) -> list[Problem]:
+    """Every cross-field problem, skipping checks that read a section listed in `skip`.
+
+    `removed`: space parameters already rejected (left out of `spec.space`).
+    """
+    skip, removed = set(skip), frozenset(removed)
     problems: list[Problem] = []
     for needs, check in CHECKS:
         if not needs & skip:
-            problems += check(spec)
-    if "space" not in skip and {"kind", "trial"} & skip:
-        problems += check_structure(spec.space)  # the combination rules need a valid trial
-    if not problems and not skip:
+            problems += check(spec, removed)
+    if "space" not in skip:
+        problems += space_problems(spec, removed, with_trial=not skip & {"kind", "trial"})
+    if not problems and not skip and not removed:
         problems += _grid(spec)
     return problems

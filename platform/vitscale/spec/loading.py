@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from vitscale.spec import yamlio
 from vitscale.spec.check_space import check_structure
-from vitscale.spec.checks import check_study, space_problems
+from vitscale.spec.checks import check_study
 from vitscale.spec.distributions import Param
 from vitscale.spec.errors import Problem, SpecError
 from vitscale.spec.overrides import apply_overrides
@@ -134,23 +134,25 @@ def validate_study(raw: Any, source: str = "", touched: Sequence[str] = ()) -> S
     if not isinstance(raw, dict):
         raise SpecError([f"{source or 'study'}: a study is a mapping (name:, trial:, space:, ...)"])
     problems: list[Problem] = []
-    bad: set[str] = set()
     if raw.get("extends") is not None:
         problems.append(
             Problem("extends", "resolved when a file is read (load_study); it cannot be set here")
         )
+    bad: set[str] = set()
+    removed: set[str] = set()  # space parameters Pydantic rejected; the others are still checked
     try:
         spec: StudySpec | None = StudySpec.model_validate(raw)
     except ValidationError as exc:
-        problems = [Problem(k, m) for k, m in error_items(exc, StudySpec)]
+        problems += [Problem(k, m) for k, m in error_items(exc, StudySpec)]
         locs = [e["loc"] for e in exc.errors() if e["loc"]]
         bad = {str(loc[0]) for loc in locs}
-        bad_params = {loc[1] for loc in locs if loc[0] == "space" and len(loc) > 1}
-        spec = _partial(raw, bad, bad_params)
+        space_locs = [loc for loc in locs if loc[0] == "space"]
+        if space_locs and all(len(loc) > 1 for loc in space_locs) and isinstance(raw.get("space"), dict):
+            removed = {str(loc[1]) for loc in space_locs}
+            bad.discard("space")
+        spec = _partial(raw, bad, removed)
     if spec is not None:
-        problems += check_study(spec, skip=bad)
-        if "space" in bad:  # the parameters that did parse are still checked
-            problems += space_problems(spec, bad_params, with_trial=not bad & {"kind", "trial"})
+        problems += check_study(spec, skip=bad, removed=removed)
     if problems:
         raise SpecError.from_problems(_from_set(_unique(problems), touched), source)
     return spec
@@ -181,11 +183,12 @@ def is_space_file(raw: Any) -> bool:
     return isinstance(raw, dict) and not (set(raw) & set(StudySpec.model_fields))
 
 
-def _partial(raw: dict, bad: set[str], bad_params: set) -> StudySpec | None:
-    """The spec with its invalid sections replaced by defaults, so the other checks can still run."""
+def _partial(raw: dict, bad: set[str], removed: set[str]) -> StudySpec | None:
+    """The spec with its invalid sections replaced by defaults (and its invalid space parameters
+    left out), so the other checks can still run."""
     good = {k: v for k, v in raw.items() if k not in bad}
-    if "space" in bad and isinstance(raw.get("space"), dict):
-        good["space"] = {k: v for k, v in raw["space"].items() if k not in bad_params}
+    if removed:
+        good["space"] = {k: v for k, v in raw["space"].items() if k not in removed}
     if "name" in bad or "name" not in good:
         good["name"] = "placeholder"
     try:
