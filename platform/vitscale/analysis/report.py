@@ -152,6 +152,9 @@ def fits_section(res: AnalysisResult) -> list[str]:
            "([fits.json](fits.json)).", ""]
     if rows:
         out += table(["mixer", "regime", "b", "a", "c (error floor)", "runs", "distinct P"], rows)
+    if any(f.status == "ok" and f.n_distinct == 3 for f in res.fits):
+        notes.append("- With 3 distinct sizes the 3-parameter law passes through the size means exactly: "
+                     "b and c are weakly determined (c = 0 is the lower bound of the fit).")
     return out + notes + ([""] if notes else [])
 
 
