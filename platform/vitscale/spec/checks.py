@@ -62,17 +62,18 @@ def _objectives(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
         seen.add(objective.metric)
 
 
-def _scheduler(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
-    sched = spec.scheduler
-    if sched.type != "asha":
-        return
-    if len(spec.objectives) > 1:
+def _scheduler_objectives(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
+    if spec.scheduler.type == "asha" and len(spec.objectives) > 1:
         yield Problem(
             "scheduler.type",
             f"asha stops trials on one metric but there are {len(spec.objectives)} objectives; "
             "use fifo or a single objective",
         )
-    if sched.max_t is not None and sched.grace_period > sched.max_t:
+
+
+def _scheduler_epochs(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
+    sched = spec.scheduler
+    if sched.type == "asha" and sched.max_t is not None and sched.grace_period > sched.max_t:
         yield Problem("scheduler.grace_period", f"{sched.grace_period} exceeds max_t {sched.max_t}")
 
 
@@ -181,10 +182,11 @@ def _grid(spec: StudySpec) -> Iterable[Problem]:
 
 # (sections read, check(spec, removed space parameters))
 CHECKS: tuple[tuple[set[str], Callable[[StudySpec, frozenset[str]], Iterable[Problem]]], ...] = (
-    ({"kind", "benchmark", "space", "trial", "search", "scheduler"}, _kind),
+    ({"kind", "benchmark", "space", "search", "scheduler"}, _kind),
     ({"kind", "objectives"}, _objectives),
-    ({"scheduler", "objectives", "trial", "space"}, _scheduler),
-    ({"kind", "search", "space", "objectives", "trial", "benchmark"}, _search),
+    ({"scheduler", "objectives"}, _scheduler_objectives),
+    ({"scheduler", "trial", "space"}, _scheduler_epochs),
+    ({"kind", "search", "space", "objectives"}, _search),
     ({"kind", "resources", "trial", "benchmark"}, _resources),
 )
 
