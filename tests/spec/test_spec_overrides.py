@@ -35,7 +35,9 @@ def test_parse_override(text, path, value):
     assert parse_override(text) == (path, value)
 
 
-@pytest.mark.parametrize("text", ["trial.train.epochs", "=3", "a..b=1"])
+@pytest.mark.parametrize(
+    "text", ["trial.train.epochs", "=3", "a..b=1", "extends=x.yaml", "space.include=x.yaml"]
+)
 def test_malformed_override(text):
     with pytest.raises(SpecError, match=r"^--set "):
         parse_override(text)

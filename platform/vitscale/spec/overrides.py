@@ -27,6 +27,8 @@ def parse_override(text: str) -> tuple[list[str | int], Any]:
     if not sep or not path:
         raise SpecError([f"--set {text}: expected PATH=VALUE, e.g. --set trial.train.epochs=2"])
     parts = split_path(path)
+    if parts == ["space", "include"] or parts == ["extends"]:
+        raise SpecError([f"--set {path}: files are combined when the study is read; edit the study file"])
     if any(p == "" for p in parts):
         raise SpecError([f"--set {text}: empty key in path {path!r}"])
     try:
