@@ -7,10 +7,16 @@ a smaller step or an adaptive solver refines the same continuous-depth model.
 
 The `ode` settings go straight to torchdiffeq 0.2.5: `method`, `rtol`, `atol`, and in
 `options` either `step_size` (fixed-grid solvers; default 1.0) or `max_num_steps`
-(adaptive solvers; every attempted step counts, so it also bounds the work before a
-step-size underflow is detected). Failures torchdiffeq reports with assertions become
-`SolverError` (underflow, too many steps) or `TrialDiverged` (non-finite state), naming
-the settings. Function evaluations of each forward are counted in `last_nfe`.
+(adaptive solvers; every attempted step counts, rejected ones included). Failures
+torchdiffeq reports with assertions become `SolverError` (underflow, too many steps) or
+`TrialDiverged` (non-finite state), naming the settings. Function evaluations of each
+forward are counted in `last_nfe`.
+
+Step underflow is detected early: torchdiffeq only asserts when t + dt == t in float64,
+and before that an adaptive solver asked for tolerances the float32 state cannot meet
+creeps on with accepted steps of ~1e-10 (for up to max_num_steps steps, minutes of
+compute). An attempted step below eps(state dtype)·t_end — which would need more than
+1/eps steps to cross the interval — is therefore reported as an underflow at once.
 """
 
 from __future__ import annotations
@@ -94,6 +100,24 @@ class NeuralOde(nn.Module):
             calls += 1
             return self.block.residual(y, grid_hw)
 
+        adaptive = self.settings.solver not in FIXED_GRID_SOLVERS
+        min_step = torch.finfo(x.dtype).eps * self.t_end
+
+        def underflow_guard(t0: Tensor, y0: Tensor, dt: Tensor) -> None:
+            step = abs(float(dt.detach()))
+            if adaptive and step < min_step:
+                if not torch.isfinite(y0).all():  # a NaN state makes the step NaN -> 0
+                    raise TrialDiverged(
+                        f"ODE state became non-finite ({describe(self.settings, self.t_end)})"
+                    )
+                raise SolverError(
+                    f"ODE solver failed: underflow in dt {step:.3g} at t={float(t0):.4g} "
+                    f"(below eps·t_end = {min_step:.3g}) ({describe(self.settings, self.t_end)}); "
+                    "loosen rtol/atol or use a fixed-grid solver"
+                )
+
+        field.callback_step = underflow_guard  # type: ignore[attr-defined]
+        field.callback_step_adjoint = underflow_guard  # type: ignore[attr-defined]
         time_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
         t = torch.tensor([0.0, self.t_end], dtype=time_dtype, device=x.device)
         with solver_errors(self.settings, self.t_end):

@@ -1,0 +1,38 @@
+"""Invalid model configs are rejected with a message that names the field."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from vitscale.models import ModelConfig
+from vitscale.validation import error_lines
+
+BAD = [
+    ({"width": 64, "heads": 5}, "heads"),
+    ({"image_size": 30, "patch_size": 4}, "image_size"),
+    ({"num_gaussians": 0}, "num_gaussians"),
+    ({"mixer": "conv"}, "mixer"),
+    ({"regime": "recurrent"}, "regime"),
+    ({"attention_backend": "flash"}, "attention_backend"),
+    ({"width": 0}, "width"),
+    ({"mlp_ratio": 0}, "mlp_ratio"),
+    ({"ode": {"solver": "leapfrog"}}, "ode.solver"),
+    ({"ode": {"rtol": 0}}, "ode.rtol"),
+    ({"ode": {"step_size": -1}}, "ode.step_size"),
+    ({"ode": {"max_num_steps": 0}}, "ode.max_num_steps"),
+    ({"widht": 64}, "widht"),
+]
+
+
+@pytest.mark.parametrize(("values", "field"), BAD, ids=[f for _, f in BAD])
+def test_invalid_config_names_the_field(values: dict, field: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        ModelConfig.model_validate(values)
+    lines = error_lines(info.value)
+    assert len(lines) == 1 and lines[0].startswith(f"{field}: "), lines
+
+
+def test_defaults_are_valid_and_the_grid_follows_image_and_patch() -> None:
+    assert ModelConfig().grid == (8, 8)
+    assert ModelConfig(image_size=224, patch_size=16).grid == (14, 14)

@@ -1,0 +1,76 @@
+"""The ODE regime: NFE versus tolerance, euler == looped, solver failures are typed and fast."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from vitscale.errors import TrialDiverged
+from vitscale.models import MIXERS, SolverError, build
+
+
+@pytest.mark.parametrize("mixer", sorted(MIXERS))
+def test_tighter_tolerance_needs_more_function_evaluations(tiny, mixer: str) -> None:
+    loose = build(tiny(mixer=mixer, regime="ode", ode={"rtol": 1e-2, "atol": 1e-2}))
+    tight = build(tiny(mixer=mixer, regime="ode", ode={"rtol": 1e-6, "atol": 1e-6}))
+    tight.load_state_dict(loose.state_dict())
+    images = torch.randn(4, 3, 8, 8)
+    with torch.no_grad():
+        out_loose, out_tight = loose(images), tight(images)
+    assert tight.last_nfe > loose.last_nfe > 0
+    torch.testing.assert_close(out_loose, out_tight, atol=1e-2, rtol=1e-2)  # the same model
+
+
+@pytest.mark.parametrize("mixer", sorted(MIXERS))
+def test_euler_step_one_over_depth_is_the_looped_model(tiny, mixer: str) -> None:
+    looped = build(tiny(mixer=mixer, regime="looped", depth=3))
+    ode = build(tiny(mixer=mixer, regime="ode", depth=3, ode={"solver": "euler", "step_size": 1.0}))
+    assert looped.state_dict().keys() == ode.state_dict().keys()  # same parameters, same names
+    ode.load_state_dict(looped.state_dict())
+    images = torch.randn(2, 3, 8, 8)
+    torch.testing.assert_close(ode(images), looped(images), atol=1e-6, rtol=1e-6)
+    assert ode.last_nfe == 3 and looped.last_nfe is None
+
+
+def test_fixed_grid_step_size_sets_the_number_of_evaluations(tiny) -> None:
+    model = build(tiny(regime="ode", depth=2, ode={"solver": "rk4", "step_size": 0.5}))
+    model(torch.randn(1, 3, 8, 8))
+    assert model.last_nfe == 4 * 4  # four steps of four stages
+
+
+def test_forced_step_underflow_raises_solver_error_quickly(tiny) -> None:
+    ode = {"solver": "dopri5", "rtol": 1e-20, "atol": 1e-20, "max_num_steps": 10**6}
+    model = build(tiny(mixer="ssog", regime="ode", ode=ode))
+    start = time.perf_counter()
+    with pytest.raises(SolverError, match="underflow in dt") as info:
+        model(torch.randn(2, 3, 8, 8))
+    assert time.perf_counter() - start < 10
+    for setting in ("solver=dopri5", "rtol=1e-20", "atol=1e-20", "max_num_steps=1000000", "t_end=2"):
+        assert setting in str(info.value)
+
+
+def test_max_num_steps_exceeded_raises_solver_error(tiny) -> None:
+    model = build(tiny(regime="ode", ode={"rtol": 1e-9, "atol": 1e-9, "max_num_steps": 2}))
+    with pytest.raises(SolverError, match="max_num_steps exceeded.*max_num_steps=2"):
+        model(torch.randn(2, 3, 8, 8))
+
+
+def test_non_finite_state_is_a_diverged_trial(tiny) -> None:
+    model = build(tiny(regime="ode"))
+    with pytest.raises(TrialDiverged, match="non-finite"):
+        model(torch.full((1, 3, 8, 8), float("nan")))
+
+
+def test_adjoint_gradients_match_backprop_through_the_solver(tiny) -> None:
+    """The adjoint solves the continuous adjoint ODE: equal to backprop up to discretisation."""
+    ode = {"solver": "rk4", "step_size": 0.25}
+    direct = build(tiny(mixer="ssog", regime="ode", ode=ode)).double()
+    adjoint = build(tiny(mixer="ssog", regime="ode", ode={**ode, "adjoint": True})).double()
+    adjoint.load_state_dict(direct.state_dict())
+    images = torch.randn(2, 3, 8, 8, dtype=torch.float64)
+    for model in (direct, adjoint):
+        model(images).square().sum().backward()
+    for (name, p), q in zip(direct.named_parameters(), adjoint.parameters(), strict=True):
+        assert (p.grad - q.grad).norm() <= 1e-2 * p.grad.norm(), name
