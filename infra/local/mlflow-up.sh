@@ -89,8 +89,16 @@ fail() {
     die "$1"
 }
 
+healthy() {
+    "$PY" -c 'import sys, urllib.request
+try:
+    sys.exit(0 if urllib.request.urlopen(sys.argv[1], timeout=5).read().startswith(b"OK") else 1)
+except Exception:
+    sys.exit(1)' "$URI/health"
+}
+
 deadline=$((SECONDS + TIMEOUT))
-until [[ "$(curl -fsS --max-time 5 "$URI/health" 2>/dev/null || true)" == OK* ]]; do
+until healthy; do
     [[ -n "$(session_pids "$SID")" ]] || fail "the MLflow server exited during startup (log: $LOG_FILE)"
     [[ $SECONDS -lt $deadline ]] || fail "the MLflow server did not answer $URI/health within ${TIMEOUT}s (log: $LOG_FILE)"
     sleep 0.5
