@@ -17,6 +17,9 @@ from vitscale.cli import analyze_cmd  # noqa: E402,F401
 from vitscale.cli import study_cmd  # noqa: E402,F401
 from vitscale.cli import spec_cmd  # noqa: E402,F401
 from vitscale.cli import data_cmd  # noqa: E402,F401
+from vitscale.cli import train_cmd  # noqa: E402,F401
+from vitscale.cli import run_cmd  # noqa: E402,F401
+from vitscale.cli import ui_cmd  # noqa: E402,F401
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -104,9 +104,7 @@ class MlflowStudyCallback(Callback):
         metrics = {k: v for k, v in result.items() if k not in _TUNE_KEYS and k != "config"}
         store.log_metrics(self.client, run_id, metrics, step=step)
         self._last_step[run_id] = step
-        if result.get(RESULT_NODE_ID) and step <= 1:
-            store.set_tags(self.client, run_id, {layout.NODE_ID: result[RESULT_NODE_ID]})
-        elif result.get(RESULT_NODE_ID):
+        if result.get(RESULT_NODE_ID):  # after a restore the trial may run on another node
             store.set_tags(self.client, run_id, {layout.NODE_ID: result[RESULT_NODE_ID]})
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:

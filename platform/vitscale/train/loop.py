@@ -121,7 +121,7 @@ def fit(
     runner = torch.compile(model) if train_cfg.compile else model
 
     batch_size = min(train_cfg.batch_size, len(bundle.train_labels))
-    steps_per_epoch = len(bundle.train_labels) // batch_size
+    steps_per_epoch = vdata.num_train_batches(bundle, batch_size)
     optimizer = make_optimizer(model, train_cfg)
     scheduler = warmup_cosine(
         optimizer,
@@ -129,8 +129,7 @@ def fit(
         warmup_steps=round(steps_per_epoch * train_cfg.warmup_epochs),
         min_lr_ratio=train_cfg.min_lr_ratio,
     )
-    generator = torch.Generator(device=device)
-    generator.manual_seed(train_cfg.seed)
+    generator = vdata.make_generator(bundle, train_cfg.seed)
 
     history: list[dict[str, float]] = []
     start = find_checkpoint(checkpoint_dir) if resume_from is None else Path(resume_from)

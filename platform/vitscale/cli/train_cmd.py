@@ -1,0 +1,104 @@
+"""`vitscale train`: one trial from the command line, logged as one MLflow run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from vitscale.cli.app import app
+from vitscale.cli.model_cmd import model_options
+from vitscale.errors import UserError
+from vitscale.train.checkpoint import find_checkpoint
+
+RUN_ID_FILE = "mlflow_run_id"
+
+
+@app.command("train")
+@model_options
+def train(
+    model_overrides: dict,
+    dataset: Annotated[str, typer.Option(help="digits | synthetic | cifar10 | cifar100 | imagefolder")] = "digits",
+    root: Annotated[str | None, typer.Option(help="local path of the data (cifar*, imagefolder)")] = None,
+    resolution: Annotated[int, typer.Option("--resolution", "-r", help="image side the model sees")] = 32,
+    epochs: Annotated[int, typer.Option(help="epochs to train")] = 10,
+    batch_size: Annotated[int, typer.Option(help="training batch size")] = 128,
+    lr: Annotated[float, typer.Option(help="peak AdamW learning rate")] = 1e-3,
+    weight_decay: Annotated[float, typer.Option(help="AdamW weight decay")] = 0.05,
+    seed: Annotated[int, typer.Option(help="seed of initialisation, shuffling and augmentation")] = 0,
+    device: Annotated[str, typer.Option(help="auto | cpu | cuda | cuda:N")] = "auto",
+    compile_model: Annotated[bool, typer.Option("--compile", help="torch.compile the model")] = False,
+    checkpoint_dir: Annotated[
+        Path | None, typer.Option(help="write a checkpoint every epoch into this folder")
+    ] = None,
+    resume: Annotated[bool, typer.Option(help="continue from the checkpoint in --checkpoint-dir")] = False,
+    tracking_uri: Annotated[str, typer.Option(help="MLflow tracking URI")] = "sqlite:///mlflow.db",
+    experiment: Annotated[str, typer.Option(help="MLflow experiment")] = "vitscale-train",
+    track: Annotated[bool, typer.Option("--track/--no-track", help="log the run to MLflow")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="print the final metrics as one JSON object")] = False,
+) -> None:
+    """Train one model on one data set (no Ray), with a progress bar and an MLflow run."""
+    from vitscale.spec import flatten
+    from vitscale.tracking import store
+    from vitscale.train import TrialConfig, fit
+
+    config = TrialConfig.model_validate(
+        {
+            "model": model_overrides,
+            "data": {"dataset": dataset, "root": root, "resolution": resolution},
+            "train": {
+                "epochs": epochs, "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay,
+                "seed": seed, "device": device, "compile": compile_model,
+            },
+        }
+    )
+    if resume and checkpoint_dir is None:
+        raise UserError("--resume: needs --checkpoint-dir, the folder holding the checkpoint")
+    if resume and find_checkpoint(checkpoint_dir) is None:
+        raise UserError(f"--resume: {checkpoint_dir} holds no checkpoint.pt; train without --resume first")
+    if not resume and find_checkpoint(checkpoint_dir) is not None:
+        raise UserError(
+            f"--checkpoint-dir: {checkpoint_dir} already holds a checkpoint; pass --resume to continue it "
+            "or choose another folder"
+        )
+
+    client = run_id = None
+    if track:
+        store.check_tracking_uri(tracking_uri)
+        client = store.client_for(tracking_uri)
+        run_id = _mlflow_run(client, store, experiment, checkpoint_dir, resume)
+        store.log_params(client, run_id, flatten(config))
+
+    def report(metrics: dict[str, float], _checkpoint: Path | None) -> None:
+        if client is not None:
+            store.log_metrics(client, run_id, metrics, step=int(metrics["epoch"]))
+
+    status = "FAILED"
+    try:
+        result = fit(config, report=report, checkpoint_dir=checkpoint_dir, show_progress=not as_json)
+        status = "FINISHED"
+    finally:
+        if client is not None:
+            client.set_terminated(run_id, status)
+    if client is not None and result.checkpoint is not None:
+        client.log_artifact(run_id, str(result.checkpoint), artifact_path="checkpoint")
+    final = {**result.metrics, **({"mlflow_run_id": run_id} if run_id else {})}
+    if as_json:
+        print(json.dumps(final))
+
+
+def _mlflow_run(client, store, experiment: str, checkpoint_dir: Path | None, resume: bool) -> str:
+    """A new run, or (with --resume) the run that wrote the checkpoint, so epochs continue in it."""
+    marker = checkpoint_dir / RUN_ID_FILE if checkpoint_dir else None
+    if resume and marker is not None and marker.is_file():
+        run_id = marker.read_text().strip()
+        client.update_run(run_id, status="RUNNING")
+        return run_id
+    experiment_id = store.ensure_experiment(client, experiment)
+    run_id = client.create_run(experiment_id, tags={"vitscale.role": "train"}).info.run_id
+    if marker is not None:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(run_id + "\n")
+    return run_id

@@ -1,0 +1,96 @@
+"""Seeds as replicates for sampler-driven studies.
+
+A study's `search.seeds` asks for every sampled configuration to be trained once per seed, each
+seed its own trial. `ReplicatedSearcher` wraps the Optuna searcher: it asks Optuna for a new point
+once, hands it out with each seed in turn, and tells Optuna the mean over the replicates when the
+last one has finished, so the sampler learns from seed-averaged objectives instead of noise.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+from dataclasses import dataclass, field
+from typing import Any
+
+from ray.tune.search import Searcher
+
+FAILURE_KEY = "failure_reason"
+
+
+@dataclass
+class _Group:
+    """One sampled point and its replicates."""
+
+    inner_id: str
+    point: dict[str, Any]
+    seeds_left: list[int]
+    trial_ids: list[str] = field(default_factory=list)
+    results: dict[str, dict | None] = field(default_factory=dict)
+
+
+class ReplicatedSearcher(Searcher):
+    """Trial configs are `{"point": {dotted path: value}, "seed": int}`."""
+
+    def __init__(self, inner: Searcher, seeds: list[int], metrics: list[str], modes: list[str]) -> None:
+        metric = metrics[0] if len(metrics) == 1 else metrics
+        mode = modes[0] if len(modes) == 1 else modes
+        super().__init__(metric=metric, mode=mode)
+        self.inner = inner
+        self.seeds = list(seeds)
+        self.metrics = list(metrics)
+        self._open: _Group | None = None
+        self._groups: dict[str, _Group] = {}  # trial id -> its group
+
+    def set_search_properties(self, metric, mode, config, **spec) -> bool:
+        return self.inner.set_search_properties(metric, mode, config, **spec)
+
+    def suggest(self, trial_id: str) -> dict | None:
+        if self._open is None or not self._open.seeds_left:
+            sampled = self.inner.suggest(trial_id)
+            if sampled is None or not isinstance(sampled, dict):
+                return sampled  # None (wait) or Searcher.FINISHED
+            self._open = _Group(inner_id=trial_id, point=dict(sampled["point"]), seeds_left=list(self.seeds))
+        group = self._open
+        seed = group.seeds_left.pop(0)
+        group.trial_ids.append(trial_id)
+        self._groups[trial_id] = group
+        return {"point": dict(group.point), "seed": seed}
+
+    def on_trial_result(self, trial_id: str, result: dict) -> None:
+        group = self._groups.get(trial_id)
+        if group is not None and trial_id == group.inner_id and not result.get(FAILURE_KEY):
+            self.inner.on_trial_result(trial_id, result)
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
+        group = self._groups.get(trial_id)
+        if group is None:
+            return
+        failed = error or not result or bool(result.get(FAILURE_KEY))
+        group.results[trial_id] = None if failed else result
+        if group.seeds_left or len(group.results) < len(group.trial_ids):
+            return  # replicates still to come or running
+        finished = [r for r in group.results.values() if r is not None]
+        if not finished:
+            self.inner.on_trial_complete(group.inner_id, None, error=True)
+            return
+        mean = {}
+        for metric in self.metrics:
+            values = [float(r[metric]) for r in finished if _is_number(r.get(metric))]
+            mean[metric] = sum(values) / len(values) if values else float("nan")
+        if any(math.isnan(v) for v in mean.values()):
+            self.inner.on_trial_complete(group.inner_id, None, error=True)
+        else:
+            self.inner.on_trial_complete(group.inner_id, {**finished[-1], **mean})
+
+    def save(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "wb") as fh:
+            pickle.dump(self.__dict__, fh)
+
+    def restore(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "rb") as fh:
+            self.__dict__.update(pickle.load(fh))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(float(value))

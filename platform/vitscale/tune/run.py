@@ -1,0 +1,167 @@
+"""`run_study` / `resume_study`: a StudySpec becomes a Ray Tune experiment tracked in MLflow.
+
+Every execution of a study gets its own folder `storage/<name>/<timestamp>` holding Tune's
+experiment state, the Optuna RDB study (`optuna.db`, readable by optuna-dashboard) and
+`vitscale-study.json` (the resolved spec, the MLflow parent run, the tracking URI); the file
+`storage/<name>/latest` names the newest one, which `study resume NAME` continues.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vitscale.errors import UserError
+from vitscale.tracking import store
+from vitscale.tune import cluster
+
+STATE_FILE = "vitscale-study.json"
+LATEST_FILE = "latest"
+
+
+@dataclass
+class StudyExecution:
+    """Where one execution of a study lives and how it is tracked."""
+
+    directory: Path
+    spec: Any
+    tracking_uri: str
+    experiment_id: str
+    parent_run_id: str
+
+    def save(self) -> None:
+        state = {
+            "spec": self.spec.model_dump(mode="json"),
+            "tracking_uri": self.tracking_uri,
+            "experiment_id": self.experiment_id,
+            "parent_run_id": self.parent_run_id,
+        }
+        (self.directory / STATE_FILE).write_text(json.dumps(state, indent=2))
+        (self.directory.parent / LATEST_FILE).write_text(self.directory.name + "\n")
+
+    @classmethod
+    def load(cls, directory: Path) -> StudyExecution:
+        from vitscale.spec import StudySpec
+
+        state = json.loads((directory / STATE_FILE).read_text())
+        return cls(
+            directory=directory,
+            spec=StudySpec.model_validate(state["spec"]),
+            tracking_uri=state["tracking_uri"],
+            experiment_id=state["experiment_id"],
+            parent_run_id=state["parent_run_id"],
+        )
+
+
+def _storage_root(spec, storage: str | None) -> Path:
+    root = storage or spec.storage
+    if "://" in str(root) and not str(root).startswith("file://"):
+        raise UserError(
+            f"storage: {root!r}: only local or shared-filesystem paths are supported by this version; "
+            "mount the bucket (e.g. s3fs/gcsfuse) and pass its path"
+        )
+    return Path(str(root).removeprefix("file://")).expanduser().resolve()
+
+
+def run_study(
+    spec,
+    *,
+    address: str | None = None,
+    tracking_uri: str | None = None,
+    storage: str | None = None,
+    num_cpus: int | None = None,
+    allow_autoscale: bool = False,
+    verbose: int = 1,
+):
+    """Run every trial of `spec`; return the study's summary (see `tune.summary`)."""
+    from vitscale.spec import dump_spec, spec_hash
+
+    uri = tracking_uri or os.environ.get("VITSCALE_TRACKING_URI") or spec.tracking.uri
+    store.check_tracking_uri(uri)
+    directory = _storage_root(spec, storage) / spec.name / time.strftime("%Y%m%d-%H%M%S")
+    while directory.exists():  # two executions within one second
+        directory = directory.with_name(directory.name + "x")
+    cluster.connect(address, num_cpus=num_cpus)
+    cluster.preflight(spec.resources.cpu, spec.resources.gpu, allow_autoscale)
+
+    client = store.client_for(uri)
+    experiment_id = store.ensure_experiment(client, spec.tracking.experiment or spec.name)
+    spec_yaml = dump_spec(spec)
+    parent_run_id = store.create_study_run(
+        client, experiment_id, spec.name, spec.kind, spec_hash(spec), spec_yaml
+    )
+    directory.mkdir(parents=True)
+    execution = StudyExecution(directory, spec, uri, experiment_id, parent_run_id)
+    execution.save()
+
+    from vitscale.tune.tuner import build_tuner
+
+    tuner = build_tuner(execution, verbose=verbose)
+    return _fit_and_summarise(tuner, execution)
+
+
+def locate_execution(target: str, storage: str | None = None) -> Path:
+    """NAME, a study YAML, or an execution folder -> the execution folder to resume."""
+    path = Path(target)
+    if path.is_dir() and (path / STATE_FILE).is_file():
+        return path.resolve()
+    if path.is_dir() and (path / LATEST_FILE).is_file():
+        return (path / (path / LATEST_FILE).read_text().strip()).resolve()
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        from vitscale.spec import load_study
+
+        spec = load_study(path)
+        name, root = spec.name, _storage_root(spec, storage)
+    else:
+        name, root = target, Path(storage or "ray_results").expanduser().resolve()
+    latest = root / name / LATEST_FILE
+    if not latest.is_file():
+        raise UserError(
+            f"{target}: no execution of this study under {root / name}; run it first with "
+            "`vitscale study run FILE` (or pass --storage where it ran)"
+        )
+    return (root / name / latest.read_text().strip()).resolve()
+
+
+def resume_study(
+    target: str,
+    *,
+    address: str | None = None,
+    storage: str | None = None,
+    num_cpus: int | None = None,
+    allow_autoscale: bool = False,
+    verbose: int = 1,
+):
+    """Continue an execution whose driver died: finish exactly its planned trials."""
+    from ray import tune
+
+    from vitscale.tune.tuner import trainable_for
+
+    directory = locate_execution(target, storage)
+    execution = StudyExecution.load(directory)
+    store.check_tracking_uri(execution.tracking_uri)
+    cluster.connect(address, num_cpus=num_cpus)
+    cluster.preflight(execution.spec.resources.cpu, execution.spec.resources.gpu, allow_autoscale)
+    client = store.client_for(execution.tracking_uri)
+    client.update_run(execution.parent_run_id, status="RUNNING")
+    tuner = tune.Tuner.restore(
+        str(directory),
+        trainable=trainable_for(execution.spec),
+        resume_unfinished=True,
+        resume_errored=True,
+    )
+    return _fit_and_summarise(tuner, execution)
+
+
+def _fit_and_summarise(tuner, execution: StudyExecution):
+    from vitscale.tune.summary import close_orphans, summarise
+
+    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "2")
+    results = tuner.fit()
+    client = store.client_for(execution.tracking_uri)
+    close_orphans(client, execution, {r.metrics.get("trial_id") for r in results if r.metrics})
+    return summarise(client, execution)

@@ -1,0 +1,67 @@
+"""The function Ray Tune runs for one training trial, on whatever node Ray places it.
+
+It resolves the trial's config from the spec, trains with `vitscale.train.fit`, and reports every
+epoch with its checkpoint. After a worker failure Tune restarts it from that checkpoint. A
+`TrialFailure` (divergence, solver failure, out of memory) is reported as a final result with a
+`failure_reason` instead of raised: retrying would fail the same way, and the study goes on.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from vitscale.errors import TrialFailure
+from vitscale.tracking.tune_callback import (
+    RESULT_FAILURE_MESSAGE,
+    RESULT_FAILURE_REASON,
+    RESULT_NODE_ID,
+    RESULT_PLANNED_EPOCHS,
+)
+
+
+def train_trial(config: dict[str, Any], spec) -> None:
+    import ray
+    from ray import tune
+
+    from vitscale.spec import resolve_trial
+    from vitscale.train import fit
+
+    trial = resolve_trial(spec, config["point"], config["seed"])
+    threads = max(1, int(spec.resources.cpu))
+    trial = trial.model_copy(update={"train": trial.train.model_copy(update={"threads": threads})})
+    extra = {
+        RESULT_NODE_ID: ray.get_runtime_context().get_node_id(),
+        RESULT_PLANNED_EPOCHS: trial.train.epochs,
+        RESULT_FAILURE_REASON: "",
+    }
+    workdir = Path(tempfile.mkdtemp(prefix="vitscale-trial-"))
+    last: dict[str, float] = {}
+
+    def report(metrics: dict[str, float], checkpoint_dir: Path | None) -> None:
+        last.clear()
+        last.update(metrics)
+        checkpoint = tune.Checkpoint.from_directory(str(checkpoint_dir)) if checkpoint_dir else None
+        tune.report({**metrics, **extra}, checkpoint=checkpoint)
+
+    try:
+        restored = tune.get_checkpoint()
+        resume_from = Path(restored.to_directory(str(workdir / "restored"))) if restored else None
+        fit(trial, report=report, checkpoint_dir=workdir / "checkpoint", resume_from=resume_from)
+    except TrialFailure as exc:
+        objectives = {o.metric: math.nan for o in spec.objectives}
+        tune.report(
+            {
+                **objectives,
+                "epoch": last.get("epoch", 0.0),
+                **{k: v for k, v in last.items() if k not in objectives},
+                **extra,
+                RESULT_FAILURE_REASON: exc.reason,
+                RESULT_FAILURE_MESSAGE: str(exc).splitlines()[0][:500] if str(exc) else exc.reason,
+            }
+        )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)

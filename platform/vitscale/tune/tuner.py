@@ -1,0 +1,120 @@
+"""Spec -> `tune.Tuner`: search (grid or an Optuna sampler), scheduler, resources, storage."""
+
+from __future__ import annotations
+
+import functools
+
+from ray import tune
+from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+from ray.tune.search.optuna import OptunaSearch
+
+from vitscale.tracking.tune_callback import MlflowStudyCallback, TrialDescription
+from vitscale.tune.replicates import ReplicatedSearcher
+from vitscale.tune.samplers import SAMPLERS
+
+
+def trainable_for(spec):
+    """The trial function with its resources; benchmark studies time models instead of training."""
+    if spec.kind == "benchmark":
+        from vitscale.bench.trial import bench_trial as function
+    else:
+        from vitscale.tune.trainable import train_trial as function
+    resources = {"cpu": spec.resources.cpu, "gpu": spec.resources.gpu}
+    return tune.with_resources(tune.with_parameters(function, spec=spec), resources)
+
+
+def describe_trial(config: dict, spec) -> TrialDescription:
+    """Params, replicate group and a short name of a trial, for its MLflow child run."""
+    from vitscale.spec import config_key, describe_point, flatten, resolve_trial
+
+    if spec.kind == "benchmark":
+        from vitscale.bench.trial import describe_bench_trial
+
+        return describe_bench_trial(config, spec)
+    trial = resolve_trial(spec, config["point"], config["seed"])
+    return TrialDescription(
+        run_name=describe_point(config["point"], config["seed"]),
+        params=flatten(trial),
+        config_key=config_key(trial),
+    )
+
+
+def _define_by_run(trial, spec):
+    """Optuna define-by-run space honouring `when:`; the point travels whole in the config."""
+    from vitscale.spec import suggest_point
+
+    return {"point": suggest_point(trial, spec)}
+
+
+def _scheduler(spec):
+    sched = spec.scheduler
+    if sched.type == "asha":
+        objective = spec.objectives[0]
+        return ASHAScheduler(
+            time_attr="epoch",
+            metric=objective.metric,
+            mode=objective.mode,
+            max_t=sched.max_t or spec.trial.train.epochs,
+            grace_period=sched.grace_period,
+            reduction_factor=sched.reduction_factor,
+        )
+    return FIFOScheduler()
+
+
+def _search(spec, directory):
+    """(search_alg, param_space, num_samples) for the spec's algorithm."""
+    from vitscale.spec import grid_points
+
+    if spec.search.algorithm == "grid" or spec.kind == "benchmark":
+        points = grid_points(spec)
+        space = {"point": tune.grid_search(points), "seed": tune.grid_search(list(spec.search.seeds))}
+        return None, space, 1
+    metrics = [o.metric for o in spec.objectives]
+    modes = [o.mode for o in spec.objectives]
+    storage_url = spec.search.optuna_storage or f"sqlite:///{directory / 'optuna.db'}"
+    import optuna
+
+    optuna_search = OptunaSearch(
+        space=functools.partial(_define_by_run, spec=spec),
+        metric=metrics[0] if len(metrics) == 1 else metrics,
+        mode=modes[0] if len(modes) == 1 else modes,
+        sampler=SAMPLERS[spec.search.algorithm](spec.search.sampler_seed, len(metrics)),
+        study_name=f"{spec.name}-{directory.name}",
+        storage=optuna.storages.RDBStorage(storage_url),
+    )
+    seeds = list(spec.search.seeds)
+    searcher = ReplicatedSearcher(optuna_search, seeds, metrics, modes)
+    return searcher, {}, spec.search.num_samples * len(seeds)
+
+
+def build_tuner(execution, verbose: int = 1) -> tune.Tuner:
+    spec = execution.spec
+    search_alg, param_space, num_samples = _search(spec, execution.directory)
+    callback = MlflowStudyCallback(
+        tracking_uri=execution.tracking_uri,
+        experiment_id=execution.experiment_id,
+        parent_run_id=execution.parent_run_id,
+        study=spec.name,
+        kind=spec.kind,
+        describe=functools.partial(describe_trial, spec=spec),
+    )
+    return tune.Tuner(
+        trainable_for(spec),
+        param_space=param_space,
+        tune_config=tune.TuneConfig(
+            search_alg=search_alg,
+            scheduler=_scheduler(spec),
+            num_samples=num_samples,
+            max_concurrent_trials=spec.search.max_concurrent_trials,
+            trial_name_creator=lambda trial: trial.trial_id,
+            trial_dirname_creator=lambda trial: trial.trial_id,
+        ),
+        run_config=tune.RunConfig(
+            name=execution.directory.name,
+            storage_path=str(execution.directory.parent),
+            failure_config=tune.FailureConfig(max_failures=spec.failure.max_failures),
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
+            callbacks=[callback],
+            verbose=verbose,
+        ),
+    )
