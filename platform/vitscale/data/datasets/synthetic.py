@@ -49,7 +49,7 @@ def _params(n: int, num_classes: int, seed: int) -> dict[str, torch.Tensor]:
     mx = lo + hx.abs() + (hi - lo - 2 * hx.abs()) * torch.rand(n, generator=gen)
     my = lo + hy.abs() + (hi - lo - 2 * hy.abs()) * torch.rand(n, generator=gen)
     background = torch.rand(n, 3, generator=gen)
-    # Shape colours sit 0.3..0.7 away from the background on the colour circle: always visible.
+    # Shape colours differ from the background by 0.3..0.7 in every channel: always visible.
     colour_a = (background + 0.5 + _uniform(gen, 3 * n, -0.2, 0.2).view(n, 3)) % 1.0
     colour_b = (background + 0.5 + _uniform(gen, 3 * n, -0.2, 0.2).view(n, 3)) % 1.0
     shade_angle = _uniform(gen, n, 0, 2 * math.pi)
