@@ -47,17 +47,21 @@ require_int() {  # require_int FLAG VALUE
     [[ "$2" =~ ^[0-9]+$ ]] || die "$1 expects a non-negative integer, got '$2'"
 }
 
-# session_members SID... : "PID SID" of every live process in the given sessions plus all
-# descendants of those processes (a child that called setsid() itself, like a Ray job's entrypoint,
-# leaves the session but not the tree). Never lists this shell, its session or its ancestors, so a
-# caller cannot kill itself. Zombies are skipped (already dead; their parent or init reaps them).
-session_members() {
+# process_targets "SIDS" ["PIDS"]: "PID SID" of every live process in the sessions SIDS or listed in
+# PIDS, plus all descendants of those (a child that called setsid() itself, like a Ray job's
+# entrypoint, leaves the session but not the tree). Never lists this shell or its ancestors, and
+# never takes this shell's own session as a whole (only PIDS listed from it), so a caller cannot
+# kill itself. Zombies are skipped (already dead; their parent or init reaps them).
+process_targets() {
     local own_sid
     own_sid=$(ps -o sid= -p $$ | tr -d ' ')
-    ps -eo pid=,ppid=,sid=,stat= | awk -v sids="$*" -v own_sid="$own_sid" -v self="$$" '
-        BEGIN { n = split(sids, a, " "); for (i = 1; i <= n; i++) if (a[i] != own_sid && a[i] > 1) S[a[i]] = 1 }
+    ps -eo pid=,ppid=,sid=,stat= | awk -v sids="$1" -v pids="${2:-}" -v own_sid="$own_sid" -v self="$$" '
+        BEGIN {
+            n = split(sids, a, " "); for (i = 1; i <= n; i++) if (a[i] != own_sid && a[i] > 1) S[a[i]] = 1
+            n = split(pids, a, " "); for (i = 1; i <= n; i++) P[a[i]] = 1
+        }
         $4 ~ /^Z/ { next }
-        { k++; pid[k] = $1; parent[$1] = $2; sid[$1] = $3; if ($3 in S) mark[$1] = 1 }
+        { k++; pid[k] = $1; parent[$1] = $2; sid[$1] = $3; if (($3 in S) || ($1 in P)) mark[$1] = 1 }
         END {
             changed = 1
             while (changed) {
@@ -69,33 +73,34 @@ session_members() {
             }
             p = self
             while (p > 1 && (p in parent)) { delete mark[p]; p = parent[p] }
-            for (p in mark) if (sid[p] != own_sid) print p, sid[p]
+            for (p in mark) print p, sid[p]
         }'
 }
 
-# session_pids SID... : the PIDs of session_members.
+# session_pids SID... : the PIDs of process_targets for these sessions.
 session_pids() {
-    session_members "$@" | awk '{ print $1 }'
+    process_targets "$*" | awk '{ print $1 }'
 }
 
-# _collect_targets: refresh $_pids from the sessions in $_sids, adding the sessions of descendants
-# to $_sids (once their parent dies they are re-parented, and only their session ties them to us).
+# _collect_targets: refresh $_pids from the sessions in $_sids and the processes of the Ray cluster
+# at $_dir (if set), adding the sessions of all targets to $_sids: once a parent dies its children
+# are re-parented, and only their session ties them to us.
 _collect_targets() {
-    local members s
-    # shellcheck disable=SC2086
-    members=$(session_members $_sids)
-    for s in $(awk '{ print $2 }' <<<"$members" | sort -u); do
+    local targets s extra=""
+    [[ -z "$_dir" ]] || extra=$(cluster_pids "$_dir")
+    targets=$(process_targets "$_sids" "$extra")
+    for s in $(awk '{ print $2 }' <<<"$targets" | sort -u); do
         [[ "$_sids" == *" $s "* ]] || _sids="$_sids$s "
     done
-    _pids=$(awk '{ print $1 }' <<<"$members")
+    _pids=$(awk '{ print $1 }' <<<"$targets")
 }
 
-# stop_sessions GRACE_SECONDS SID... : SIGTERM every process of the sessions (and of sessions their
-# descendants created) until they are gone or GRACE_SECONDS pass, then SIGKILL for up to 10 s more.
-stop_sessions() {
+# stop_processes GRACE_SECONDS "SIDS" [RAY_TEMP_DIR]: SIGTERM every target (see _collect_targets)
+# until all are gone or GRACE_SECONDS pass, then SIGKILL for up to 10 s more.
+stop_processes() {
     local grace=$1 deadline
-    shift
-    _sids=" $* "
+    _sids=" $2 "
+    _dir=${3:-}
     deadline=$((SECONDS + grace))
     while :; do
         _collect_targets
@@ -118,10 +123,13 @@ stop_sessions() {
     return 1
 }
 
-# cluster_sids DIR: session ids of the Ray processes that run from DIR. Ray passes its session dir as
-# `--flag=DIR/session_...` (gcs_server, raylet, dashboard, monitors), which is what is matched, so
-# e.g. a `tail DIR/session_latest/...` in someone's terminal does not count.
+# cluster_pids DIR / cluster_sids DIR: the processes (session ids) of the Ray cluster whose temp dir
+# is DIR. Ray passes its session dir as `--flag=DIR/session_...` (gcs_server, raylet, dashboard,
+# monitors), which is what is matched, so e.g. a `tail DIR/session_latest/...` does not count.
+# The pattern goes through the environment: in awk's own arguments it would match awk itself.
+cluster_pids() {
+    ps -eo pid=,args= | VITSCALE_PAT="=$1/session_" awk 'index($0, ENVIRON["VITSCALE_PAT"]) { print $1 }'
+}
 cluster_sids() {
-    # The pattern goes through the environment: in awk's own arguments it would match awk itself.
     ps -eo sid=,args= | VITSCALE_PAT="=$1/session_" awk 'index($0, ENVIRON["VITSCALE_PAT"]) { print $1 }' | sort -u
 }

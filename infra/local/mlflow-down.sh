@@ -35,7 +35,7 @@ fi
 SID=$(cat "$PID_FILE")
 [[ "$SID" =~ ^[0-9]+$ ]] || die "$PID_FILE does not hold a pid; remove it by hand"
 if [[ -n "$(session_pids "$SID")" ]]; then
-    stop_sessions "$GRACE" "$SID" || die "some MLflow processes of port $PORT survived SIGKILL"
+    stop_processes "$GRACE" "$SID" || die "some MLflow processes of port $PORT survived SIGKILL"
     info "MLflow server on port $PORT stopped"
 else
     info "MLflow server on port $PORT was not running"

@@ -82,7 +82,7 @@ EOF
 echo "$SID" >"$PID_FILE"
 
 fail() {
-    stop_sessions 5 "$SID" || true
+    stop_processes 5 "$SID" || true
     rm -f "$PID_FILE"
     echo "---- last lines of $LOG_FILE ----" >&2
     tail -n 20 "$LOG_FILE" >&2

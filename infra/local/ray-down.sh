@@ -32,11 +32,8 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 
-if [[ ! -d "$TEMP_DIR" ]]; then
-    info "no Ray cluster at $TEMP_DIR (nothing to stop)"
-    exit 0
-fi
-TEMP_DIR=$(cd "$TEMP_DIR" && pwd -P)
+# (A missing DIR is fine: its processes may outlive it, and are found by their arguments.)
+[[ ! -d "$TEMP_DIR" ]] || TEMP_DIR=$(cd "$TEMP_DIR" && pwd -P)
 STATE="$TEMP_DIR/vitscale-cluster.env"
 
 SIDS=""
@@ -44,16 +41,10 @@ if [[ -f "$STATE" ]]; then
     # shellcheck disable=SC1090
     SIDS=$(source "$STATE" && echo "${VITSCALE_RAY_SIDS:-}")
 fi
-# Also catch processes of this cluster that are not (or no longer) recorded, by their session dir.
-for sid in $(cluster_sids "$TEMP_DIR"); do
-    [[ " $SIDS " == *" $sid "* ]] || SIDS="$SIDS $sid"
-done
-
-# shellcheck disable=SC2086
-if [[ -n "$(session_pids $SIDS)" ]]; then
+# Also catches processes of this cluster that are not (or no longer) recorded, by their session dir.
+if [[ -n "$(process_targets "$SIDS" "$(cluster_pids "$TEMP_DIR")")" ]]; then
     info "stopping the Ray cluster at $TEMP_DIR ..."
-    # shellcheck disable=SC2086
-    stop_sessions "$GRACE" $SIDS || die "some Ray processes of $TEMP_DIR survived SIGKILL"
+    stop_processes "$GRACE" "$SIDS" "$TEMP_DIR" || die "some Ray processes of $TEMP_DIR survived SIGKILL"
     info "stopped"
 else
     info "no Ray processes running for $TEMP_DIR (nothing to stop)"

@@ -16,7 +16,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
 usage() {
     cat >&2 <<EOF
 usage: $(basename "$0") [--workers N] [--cpus-per-node C] [--port P] [--dashboard-port D]
-                 [--temp-dir DIR] [--object-store-mb MB] [--timeout S]
+                 [--temp-dir DIR] [--object-store-mb MB] [--auth MODE] [--timeout S]
   --workers N          worker nodes besides the head (default 1)
   --cpus-per-node C    logical CPUs each node advertises (default 1)
   --port P             GCS port of the head (default 6379)
@@ -24,6 +24,9 @@ usage: $(basename "$0") [--workers N] [--cpus-per-node C] [--port P] [--dashboar
   --temp-dir DIR       Ray's temp dir; keep it short, socket paths are limited to 107 chars
                        (default /tmp/vitscale-ray-\$UID)
   --object-store-mb MB object store size per node (default: Ray's choice)
+  --auth MODE          Ray token authentication: disabled (default) or token. With token, the
+                       key is Ray's token file (~/.ray/auth_token, created if missing) and clients
+                       (ray.init, the job API, vitscale) need RAY_AUTH_MODE=token in their env
   --timeout S          seconds to wait for the nodes and the job server (default 180)
 EOF
     exit 2
@@ -35,6 +38,7 @@ PORT=6379
 DASH_PORT=8265
 TEMP_DIR="/tmp/vitscale-ray-$(id -u)"
 OBJ_MB=""
+AUTH=disabled
 TIMEOUT=180
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -44,6 +48,7 @@ while [[ $# -gt 0 ]]; do
         --dashboard-port) DASH_PORT=${2:?}; require_int "$1" "$2"; shift 2 ;;
         --temp-dir) TEMP_DIR=${2:?}; shift 2 ;;
         --object-store-mb) OBJ_MB=${2:?}; require_int "$1" "$2"; shift 2 ;;
+        --auth) AUTH=${2:?}; shift 2 ;;
         --timeout) TIMEOUT=${2:?}; require_int "$1" "$2"; shift 2 ;;
         -h | --help) usage ;;
         *) echo "error: unknown argument '$1'" >&2; usage ;;
@@ -53,6 +58,17 @@ done
 PY=$(find_bin python)
 RAY=$(find_bin ray)
 command -v setsid >/dev/null || die "'setsid' (util-linux) is required to start Ray in its own session"
+[[ $AUTH == disabled || $AUTH == token ]] || die "--auth expects 'disabled' or 'token', got '$AUTH'"
+
+# Ray 2.x turns token authentication on by itself when ~/.ray/auth_token exists (e.g. after any
+# in-process ray.init() on this machine), per process: nodes started at different moments could
+# disagree. The mode is therefore explicit, and inherited by every process of the cluster.
+export RAY_AUTH_MODE=$AUTH
+AUTH_TOKEN=""
+if [[ $AUTH == token ]]; then
+    AUTH_TOKEN=$("$RAY" get-auth-token --generate 2>/dev/null | tail -n 1) || true
+    [[ -n "$AUTH_TOKEN" ]] || die "--auth token: 'ray get-auth-token --generate' gave no token"
+fi
 
 mkdir -p "$TEMP_DIR"
 TEMP_DIR=$(cd "$TEMP_DIR" && pwd -P)
@@ -62,9 +78,8 @@ UP_LOG="$TEMP_DIR/ray-up.log"
 
 if [[ -f "$STATE" ]]; then
     # shellcheck disable=SC1090
-    old_sids="$(source "$STATE" && echo "${VITSCALE_RAY_SIDS:-}") $(cluster_sids "$TEMP_DIR")"
-    # shellcheck disable=SC2086
-    if [[ -n "$(session_pids $old_sids)" ]]; then
+    old_sids=$(source "$STATE" && echo "${VITSCALE_RAY_SIDS:-}")
+    if [[ -n "$(process_targets "$old_sids" "$(cluster_pids "$TEMP_DIR")")" ]]; then
         die "a cluster started from $TEMP_DIR is still running; stop it with: $(dirname "$0")/ray-down.sh --temp-dir $TEMP_DIR"
     fi
     rm -f "$STATE"
@@ -83,6 +98,7 @@ VITSCALE_RAY_TEMP_DIR="$TEMP_DIR"
 VITSCALE_RAY_GCS_ADDRESS="$GCS_ADDRESS"
 VITSCALE_RAY_DASHBOARD_URL="$DASHBOARD_URL"
 VITSCALE_RAY_NODES=$((WORKERS + 1))
+VITSCALE_RAY_AUTH_MODE=$AUTH
 VITSCALE_RAY_SIDS="$SIDS"
 EOF
 }
@@ -92,8 +108,7 @@ STARTED_OK=0
 on_exit() {
     local rc=$?
     if [[ $STARTED_OK -ne 1 ]]; then
-        # shellcheck disable=SC2086
-        stop_sessions 5 $SIDS || true
+        stop_processes 5 "$SIDS" "$TEMP_DIR" || true
         rm -f "$STATE"
         if [[ -s "$UP_LOG" ]]; then
             echo "---- last lines of $UP_LOG ----" >&2
@@ -143,19 +158,21 @@ for ((i = 1; i <= WORKERS; i++)); do
 done
 
 info "waiting for $((WORKERS + 1)) alive nodes and the job server at $DASHBOARD_URL ..."
-"$PY" - "$DASHBOARD_URL" "$((WORKERS + 1))" "$TIMEOUT" <<'EOF' || die "the cluster did not become ready within ${TIMEOUT}s (logs: $TEMP_DIR/session_latest/logs)"
-import json, sys, time, urllib.request
+VITSCALE_TOKEN=$AUTH_TOKEN "$PY" - "$DASHBOARD_URL" "$((WORKERS + 1))" "$TIMEOUT" <<'EOF' || die "the cluster did not become ready within ${TIMEOUT}s (logs: $TEMP_DIR/session_latest/logs)"
+import json, os, sys, time, urllib.request
 
 url, want, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+token = os.environ.get("VITSCALE_TOKEN")
+headers = {"Authorization": f"Bearer {token}"} if token else {}
 deadline = time.monotonic() + timeout
 alive = -1
 while time.monotonic() < deadline:
     try:
-        with urllib.request.urlopen(f"{url}/api/v0/nodes?limit=1000", timeout=10) as r:
+        with urllib.request.urlopen(urllib.request.Request(f"{url}/api/v0/nodes?limit=1000", headers=headers), timeout=10) as r:
             nodes = json.load(r)["data"]["result"]["result"]
         alive = sum(1 for n in nodes if n.get("state") == "ALIVE")
         if alive >= want:
-            with urllib.request.urlopen(f"{url}/api/jobs/", timeout=10) as r:
+            with urllib.request.urlopen(urllib.request.Request(f"{url}/api/jobs/", headers=headers), timeout=10) as r:
                 json.load(r)
             sys.exit(0)
     except Exception:
@@ -166,8 +183,10 @@ sys.exit(1)
 EOF
 
 STARTED_OK=1
+[[ $AUTH != token ]] || info "token authentication is on: clients need RAY_AUTH_MODE=token"
 info "Ray cluster ready: $((WORKERS + 1)) nodes; stop it with: $(dirname "$0")/ray-down.sh --temp-dir $TEMP_DIR"
 echo "RAY_ADDRESS=$GCS_ADDRESS"
 echo "RAY_DASHBOARD_URL=$DASHBOARD_URL"
 echo "RAY_TEMP_DIR=$TEMP_DIR"
 echo "RAY_NODES=$((WORKERS + 1))"
+echo "RAY_AUTH_MODE=$AUTH"

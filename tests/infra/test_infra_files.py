@@ -285,6 +285,12 @@ def test_ray_up_refuses_a_long_temp_dir(tmp_path):
     assert "is too long" in proc.stderr and "107" in proc.stderr
 
 
+def test_ray_up_rejects_an_unknown_auth_mode():
+    proc = run_script("ray-up.sh", "--auth", "maybe")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: --auth expects 'disabled' or 'token', got 'maybe'"
+
+
 def test_down_scripts_are_noops_when_nothing_runs(tmp_path):
     proc = run_script("ray-down.sh", "--temp-dir", str(tmp_path / "absent"))
     assert proc.returncode == 0 and "nothing to stop" in proc.stderr
