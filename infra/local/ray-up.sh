@@ -76,14 +76,15 @@ TEMP_DIR=$(cd "$TEMP_DIR" && pwd -P)
 STATE="$TEMP_DIR/vitscale-cluster.env"
 UP_LOG="$TEMP_DIR/ray-up.log"
 
+old_sids=""
 if [[ -f "$STATE" ]]; then
     # shellcheck disable=SC1090
     old_sids=$(source "$STATE" && echo "${VITSCALE_RAY_SIDS:-}")
-    if [[ -n "$(process_targets "$old_sids" "$(cluster_pids "$TEMP_DIR")")" ]]; then
-        die "a cluster started from $TEMP_DIR is still running; stop it with: $(dirname "$0")/ray-down.sh --temp-dir $TEMP_DIR"
-    fi
-    rm -f "$STATE"
 fi
+if [[ -n "$(process_targets "$old_sids" "$(cluster_pids "$TEMP_DIR")")" ]]; then
+    die "a cluster started from $TEMP_DIR is still running; stop it with: $(dirname "$0")/ray-down.sh --temp-dir $TEMP_DIR"
+fi
+rm -f "$STATE"
 port_is_free "$PORT" || die "--port $PORT is in use on 127.0.0.1; pick another (or stop what holds it)"
 port_is_free "$DASH_PORT" || die "--dashboard-port $DASH_PORT is in use on 127.0.0.1; pick another"
 
