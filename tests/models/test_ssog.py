@@ -69,3 +69,20 @@ def test_tiny_widths_stay_finite(tiny) -> None:
         mixer.offset.fill_(0.37)
     out = mixer(torch.randn(1, 17, 16), (4, 4))
     assert torch.isfinite(out).all()
+
+
+def test_outputs_without_autograd_follow_parameter_changes(tiny) -> None:
+    """Whatever the mixer caches for inference must not go stale after an update or a load."""
+    mixer = SSoG(tiny(mixer="ssog"))
+    x = torch.randn(2, 17, 16)
+    with torch.no_grad():
+        before = mixer(x, (4, 4))
+        mixer.log_sigma.add_(0.3)  # an optimizer step, in place
+        after_step = mixer(x, (4, 4))
+    assert not torch.allclose(before, after_step)
+    torch.testing.assert_close(after_step, mixer(x, (4, 4)).detach())  # == the autograd path
+    other = randomise(SSoG(tiny(mixer="ssog")))
+    mixer.load_state_dict(other.state_dict())
+    with torch.inference_mode():
+        torch.testing.assert_close(mixer(x, (4, 4)), other(x, (4, 4)))
+        torch.testing.assert_close(mixer(x[:, 1:], (4, 4)), other(x[:, 1:], (4, 4)))

@@ -56,12 +56,13 @@ def flops_per_image(model: nn.Module | ModelConfig, resolution: int | tuple[int,
 
     A config is built fresh (on the meta device, no memory or compute, unless its regime
     is `ode`: an adaptive solver's step count depends on the values, so those are run for
-    real and the count is that of this initialisation and a fixed random image). A model
-    is run as it is, on its own device.
+    real, initialised with seed 0, on a fixed random image). A model is run as it is, on
+    its own device.
     """
     if isinstance(model, ModelConfig):
         device = "cpu" if model.regime == "ode" else "meta"
-        with torch.device(device):
+        with torch.random.fork_rng(devices=[]), torch.device(device):
+            torch.manual_seed(0)  # an adaptive solve depends on the weights: make it repeatable
             model = build(model)
     if resolution is None:
         resolution = model.config.image_size if isinstance(model, VisionTransformer) else 224

@@ -98,7 +98,7 @@ class NeuralOde(nn.Module):
         def field(t: Tensor, y: Tensor) -> Tensor:
             nonlocal calls
             calls += 1
-            return self.block.residual(y, grid_hw)
+            return self.block.residual(y, grid_hw).to(y.dtype)  # autocast may return bf16
 
         adaptive = self.settings.solver not in FIXED_GRID_SOLVERS
         min_step = torch.finfo(x.dtype).eps * self.t_end
