@@ -25,7 +25,12 @@ class BenchmarkConfig(BaseModel):
     patch_size: int = Field(16, ge=1)
     num_gaussians: int = Field(4, ge=1, description="SSoG: Gaussians per head and axis")
     num_classes: int = Field(100, ge=2)
-    ode: OdeConfig = Field(default_factory=OdeConfig, description="solver of the ode regime")
+    ode: OdeConfig = Field(
+        default_factory=lambda: OdeConfig(solver="rk4", step_size=1.0),
+        description="solver of the ode regime; default rk4 with step 1: a fixed grid, so every mixer "
+        "does the same 4·depth function evaluations whatever its weights and dtype (an adaptive "
+        "solver's NFE depends on both; it is recorded beside the throughput)",
+    )
     batch_size: int = Field(8, ge=1, description="matched across mixers")
     mode: Literal["inference", "train"] = Field(
         "inference", description="inference: eval + inference_mode; train: forward + backward + step"
@@ -39,6 +44,9 @@ class BenchmarkConfig(BaseModel):
     warmup: int = Field(3, ge=0, description="untimed iterations before measuring")
     repeats: int = Field(10, ge=1, description="timed iterations; the median is reported")
     seed: int = Field(0, ge=0, description="same weights and inputs for every mixer")
+    threads: int | None = Field(
+        None, ge=1, description="CPU intra-op threads (torch.set_num_threads); default: torch's choice"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> BenchmarkConfig:

@@ -20,12 +20,22 @@ grid operator is exactly D_h. Pooling the mixed (not the raw) values matters: wi
 head reading the cls token, the last block's kernels would otherwise get no gradient.
 
 The operator is applied as two batched matmuls, never as an N x N matrix:
-  1. rows:    u[h, i, k, (j, b, d)] = sum_i' A_rows[h,k,i,i'] v[h, i', (j, b, d)]
-  2. columns: y[h, i, j, (b, d)]    = sum_(k, j') w[h,k] A_cols[h,k,j,j'] u[h, i, (k, j'), (b, d)]
-Step 1 orders its output rows (i, k) so that step 2 contracts over the adjacent pair
-(k, j') in one GEMM with the mixture weights folded into the column kernel. The only
-copies of the activations are the permutes into and out of the head-major layout; the
-column kernel is broadcast over rows (its size does not depend on the batch).
+  1. rows:    u[h, (i, k), (j, b, d)] = sum_i' A_rows[h,k,i,i'] v[h, i', (j, b, d)]
+  2. columns: y[h, i, j, (b, d)]      = sum_(k, j') w[h,k] A_cols[h,k,j,j'] u[h, i, (k, j'), (b, d)]
+The mixture is not separable (sum_k w_k A_k ⊗ B_k is not one Kronecker product for K > 1),
+so the K row-filtered copies u are needed; the cheapest exact order is the one above:
+2·K·N·(H + W)·C FLOPs per image, and step 1 orders its rows (i, k) so that step 2
+contracts the adjacent pair (k, j') in one GEMM with the mixture weights folded into the
+column kernel. Copies of the activations: the permute into the head-major layout, and one
+strided write of the result into the (B, P + N, C) buffer that also receives the prefix
+rows (no torch.cat). A GEMM cannot put heads outermost and head channels innermost at
+once, so some copy is unavoidable; the other candidates (permuting u, K times larger, or
+broadcasting activations over heads) move more bytes. Step 2 broadcasts the column kernel
+over rows (heads·H·W·K·W elements, independent of the batch).
+
+Without autograd (eval, inference) the kernels are cached per grid, dtype and parameter
+version, so looped and ODE models, which call one mixer depth or NFE times, build them
+once; a changed parameter (optimizer step, load_state_dict, .to()) rebuilds them.
 FLOPs per image: 2·K·N·(H + W)·C.
 """
 
@@ -75,12 +85,36 @@ class SSoG(nn.Module):
         self.log_sigma = nn.Parameter(log_sigma.repeat(2, 1, 1))  # (axis: rows, cols; heads; K)
         self.offset = nn.Parameter(torch.zeros(2, self.heads, k)) if config.ssog_offsets else None
         self.mix = nn.Parameter(torch.full((self.heads, k), 1.0 / k))  # w[h, k]
+        self._operand_cache: tuple | None = None  # (key, (rows, cols)); see _cached_operands
 
     def kernels(self, grid_hw: tuple[int, int]) -> tuple[Tensor, Tensor]:
         """(A_rows (heads, K, H, H), A_cols (heads, K, W, W)) for this grid; cheap, rebuilt per call."""
         h, w = grid_hw
+        if h == w:  # square grid: both axes in one softmax
+            both = gaussian_kernels(h, self.log_sigma, self.offset)
+            return both[0], both[1]
         off_r, off_c = (None, None) if self.offset is None else (self.offset[0], self.offset[1])
         return gaussian_kernels(h, self.log_sigma[0], off_r), gaussian_kernels(w, self.log_sigma[1], off_c)
+
+    def operands(self, grid_hw: tuple[int, int]) -> tuple[Tensor, Tensor]:
+        """GEMM operands: rows (heads, H·K, H) ordered (i, k); cols (heads, 1, W, K·W) with w folded in."""
+        heads, k = self.heads, self.num_gaussians
+        a_rows, a_cols = self.kernels(grid_hw)
+        rows = a_rows.transpose(1, 2).reshape(heads, grid_hw[0] * k, grid_hw[0])
+        cols = (a_cols * self.mix[:, :, None, None].to(a_cols.dtype)).transpose(1, 2)
+        return rows, cols.reshape(heads, 1, grid_hw[1], k * grid_hw[1])
+
+    def _cached_operands(self, grid_hw: tuple[int, int], dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        """`operands` in `dtype`, reused while no gradient is recorded and no parameter changed."""
+        if torch.is_grad_enabled() or torch.compiler.is_compiling():
+            rows, cols = self.operands(grid_hw)
+            return rows.to(dtype), cols.to(dtype)
+        params = [p for p in (self.log_sigma, self.offset, self.mix) if p is not None]
+        key = (grid_hw, dtype, *((p.device, p.data_ptr(), p._version) for p in params))
+        if self._operand_cache is None or self._operand_cache[0] != key:
+            rows, cols = self.operands(grid_hw)
+            self._operand_cache = (key, (rows.to(dtype), cols.to(dtype)))
+        return self._operand_cache[1]
 
     def forward(self, x: Tensor, grid_hw: tuple[int, int]) -> Tensor:
         """x: (B, P + H·W, C), P prefix tokens first, grid tokens row-major."""
@@ -91,18 +125,19 @@ class SSoG(nn.Module):
             raise ValueError(f"SSoG got {t} tokens for a {gh}x{gw} grid")
         heads, d, k = self.heads, self.head_dim, self.num_gaussians
         v = self.v(x)
-        grid = v[:, p:]
-        a_rows, a_cols = self.kernels(grid_hw)
+        rows, cols = self._cached_operands(grid_hw, v.dtype)
         # Head-major layout (heads, H, (W, B, d)): rows are the contraction of step 1.
-        vh = grid.reshape(b, gh, gw, heads, d).permute(3, 1, 2, 0, 4).reshape(heads, gh, gw * b * d)
-        u = torch.matmul(a_rows.transpose(1, 2).reshape(heads, gh * k, gh), vh)  # (heads, (H, K), (W, B, d))
-        cols = (a_cols * self.mix[:, :, None, None].to(a_cols.dtype)).transpose(1, 2)
-        cols = cols.reshape(heads, 1, gw, k * gw)  # (heads, 1, W, (K, W')): mixture weights folded in
+        vh = v[:, p:].reshape(b, gh, gw, heads, d).permute(3, 1, 2, 0, 4).reshape(heads, gh, gw * b * d)
+        u = torch.matmul(rows, vh)  # (heads, (H, K), (W, B, d))
         y = torch.matmul(cols, u.view(heads, gh, k * gw, b * d))  # (heads, H, W, (B, d))
-        y = y.view(heads, gh, gw, b, d).permute(3, 1, 2, 0, 4).reshape(b, n, c)
-        if p:
-            y = torch.cat([y.mean(1, keepdim=True).expand(b, p, c), y], dim=1)
-        return self.out(y)
+        y_tokens = y.view(heads, gh, gw, b, d).permute(3, 1, 2, 0, 4)  # (B, H, W, heads, d), a view
+        if not p:
+            return self.out(y_tokens.reshape(b, n, c))
+        mixed = v.new_empty(b, t, c)
+        mixed[:, p:].view(b, gh, gw, heads, d).copy_(y_tokens)
+        pooled = y.view(heads, n, b, d).mean(1).transpose(0, 1).reshape(b, 1, c)
+        mixed[:, :p] = pooled.expand(b, p, c)
+        return self.out(mixed)
 
     def extra_repr(self) -> str:
         return f"heads={self.heads}, num_gaussians={self.num_gaussians}, offsets={self.offset is not None}"

@@ -1,0 +1,69 @@
+"""A configuration's MLflow params and a record's metrics, in the layout `vitscale analyze` reads.
+
+Written by both paths — `vitscale bench --tracking-uri` and benchmark studies on Ray — so a
+store holds the same keys whichever wrote it (see vitscale.tracking.layout). Every param but
+mixer/regime/resolution/attention_backend/seed is constant within a sweep: the analysis splits
+curves by any other param that varies, so nothing here may depend on the configuration
+(the ODE solver is logged for every regime, not only for `ode`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from vitscale.bench.records import series
+from vitscale.tracking.layout import BENCH_METRICS
+
+EXTRA_METRICS = ("baseline_memory_mb",)
+
+
+def bench_params(config, point: Mapping[str, Any], seed: int | None = None) -> dict[str, Any]:
+    """`bench.*` params of one configuration (attention_backend None for other mixers)."""
+    return {
+        "bench.mixer": point["mixer"],
+        "bench.regime": point["regime"],
+        "bench.resolution": int(point["resolution"]),
+        "bench.attention_backend": point.get("attention_backend") if point["mixer"] == "attention" else None,
+        "bench.batch_size": config.batch_size,
+        "bench.mode": config.mode,
+        "bench.dtype": config.dtype,
+        "bench.device": config.device,
+        "bench.compile": config.compile,
+        "bench.width": config.width,
+        "bench.depth": config.depth,
+        "bench.heads": config.heads,
+        "bench.patch_size": config.patch_size,
+        "bench.num_gaussians": config.num_gaussians,
+        "bench.num_classes": config.num_classes,
+        "bench.ode_solver": config.ode.solver,
+        "bench.ode_step_size": config.ode.step_size,
+        "bench.warmup": config.warmup,
+        "bench.repeats": config.repeats,
+        "bench.threads": config.threads,
+        "bench.seed": config.seed if seed is None else seed,
+    }
+
+
+def config_key(params: Mapping[str, Any]) -> str:
+    """Hash of the params without the seed: replicates of one configuration share it."""
+    blob = json.dumps({k: v for k, v in params.items() if k != "bench.seed"}, sort_keys=True, default=str)
+    return hashlib.sha1(blob.encode()).hexdigest()[:16]
+
+
+def run_name(point: Mapping[str, Any], seed: int) -> str:
+    """`ssog ode 512 s0`: what the MLflow UI lists."""
+    return f"{series(point)} {point['regime']} {point['resolution']} s{seed}"
+
+
+def bench_metrics(record: Mapping[str, Any]) -> dict[str, float]:
+    """BENCH_METRICS (+ the idle baseline) that the record has; missing and non-finite ones left out."""
+    out = {}
+    for key in (*BENCH_METRICS, *EXTRA_METRICS):
+        value = record.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            out[key] = float(value)
+    return out

@@ -1,0 +1,66 @@
+"""Run one configuration in its own subprocess (`python -m vitscale.bench.worker`).
+
+Why a subprocess and not multiprocessing: it needs no picklable __main__ (it works the same
+from the CLI, pytest and a Ray worker), and the child's peak RSS is the configuration's own.
+A child the kernel kills with SIGKILL has, on a machine without other limits, almost always
+met the OOM killer: that is recorded as `oom`; any other death as `error` with the last
+line the child wrote on stderr. The sweep goes on either way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from vitscale.bench.records import blank_record
+from vitscale.bench.worker import RECORD_PREFIX
+
+WORKER = [sys.executable, "-m", "vitscale.bench.worker"]
+
+
+def _call(request: dict[str, Any], threads: int | None, timeout: float | None) -> tuple[dict | None, str]:
+    """(parsed reply or None, a one-line reason when there is none)."""
+    env = dict(os.environ)
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)  # pools sized before torch.set_num_threads runs
+    try:
+        proc = subprocess.run(
+            WORKER, input=json.dumps(request), capture_output=True, text=True, timeout=timeout, env=env
+        )
+    except subprocess.TimeoutExpired:
+        return None, f"error: TimeoutExpired: the worker ran past {timeout:g} s"
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(RECORD_PREFIX):
+            return json.loads(line[len(RECORD_PREFIX) :]), ""
+    if proc.returncode < 0:
+        sig = signal.Signals(-proc.returncode).name
+        if -proc.returncode == signal.SIGKILL:
+            return None, f"oom: worker killed by {sig} (most likely the kernel's OOM killer)"
+        return None, f"error: worker killed by {sig}"
+    tail = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+    return None, f"error: worker exited with {proc.returncode}: {tail[-1] if tail else 'no output'}"
+
+
+def idle_baseline_mb(threads: int | None = None, timeout: float | None = 300) -> float | None:
+    """Peak RSS of a worker that imports what a measuring worker imports and does nothing."""
+    reply, _ = _call({"idle": True, "threads": threads}, threads, timeout)
+    return None if reply is None else float(reply["peak_rss_mb"])
+
+
+def run_isolated(
+    config, point: Mapping[str, Any], device: str = "cpu", timeout: float | None = None
+) -> dict[str, Any]:
+    """The record of one configuration, measured in a fresh worker process."""
+    request = {"config": config.model_dump(mode="json"), "point": dict(point), "device": device}
+    reply, reason = _call(request, config.threads, timeout)
+    if reply is not None:
+        return reply
+    record = blank_record(config, point, device)
+    status, _, message = reason.partition(": ")
+    record.update(status=status, error=message)
+    return record

@@ -1,0 +1,68 @@
+"""Peak memory of one configuration, and recognising out-of-memory failures.
+
+CUDA: the caching allocator's own counters (reset before the first iteration, read after
+the last), exact and per device. CPU has no such counter, so each configuration runs in its
+own subprocess (see `isolate`) and its peak resident set size is read from the kernel
+(VmHWM, see `own_peak_rss_mb`): that is the whole process — Python, torch, oneDNN/MKL buffers — and nothing is
+subtracted; the peak of an idle subprocess that imported the same modules is reported beside
+it (`idle_baseline_mb`) so ratios between mixers can be read honestly.
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+from pathlib import Path
+
+import torch
+
+OOM_MARKERS = ("out of memory", "can't allocate memory", "cannot allocate memory", "DefaultCPUAllocator")
+
+
+def rss_to_mb(maxrss: int) -> float:
+    """ru_maxrss is KiB on Linux and bytes on macOS."""
+    return maxrss / (1024 * 1024) if sys.platform == "darwin" else maxrss / 1024
+
+
+def own_peak_rss_mb() -> float:
+    """Peak resident set size of this process image so far.
+
+    Linux: VmHWM of /proc/self/status. Not ru_maxrss: the kernel carries a forked parent's
+    high-water mark across exec into the child's ru_maxrss, so a worker started by a big
+    parent (the CLI with mlflow and torch loaded) would report the parent's size.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    return rss_to_mb(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def is_oom(exc: BaseException) -> bool:
+    """torch.OutOfMemoryError (CUDA), MemoryError, or a CPU allocator failure."""
+    if isinstance(exc, torch.OutOfMemoryError | MemoryError):
+        return True
+    return isinstance(exc, RuntimeError) and any(m in str(exc) for m in OOM_MARKERS)
+
+
+def cuda_reset(device: torch.device) -> float:
+    """Start counting the peak; return what is allocated now (MB): weights and inputs."""
+    torch.cuda.synchronize(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    return torch.cuda.memory_allocated(device) / 2**20
+
+
+def cuda_peak_mb(device: torch.device) -> float:
+    torch.cuda.synchronize(device)
+    return torch.cuda.max_memory_allocated(device) / 2**20
+
+
+def release(device: torch.device) -> None:
+    """Give cached blocks back after a configuration (an OOM one especially)."""
+    import gc
+
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()

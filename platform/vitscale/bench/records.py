@@ -1,0 +1,128 @@
+"""One benchmark record per measured configuration: its fields, Arrow schema and Parquet file.
+
+A record is a flat dict, so `--json`, Parquet, MLflow and the table all read the same thing.
+Missing values are None (JSON null, Parquet null): an `oom` record has no throughput, a
+non-ODE model no NFE.
+
+Memory: `peak_memory_mb` is `memory_kind`:
+- `cuda_max_allocated`: torch.cuda.max_memory_allocated over warmup and timed iterations
+  (weights, inputs, activations, and in train mode gradients and optimizer state);
+  `baseline_memory_mb` is what was allocated before the first iteration (weights + inputs).
+- `process_peak_rss`: the peak resident set of the isolated subprocess that measured this one
+  configuration (VmHWM, its peak RSS) — the whole process, torch and its libraries included, nothing
+  subtracted; `baseline_memory_mb` is the peak RSS of an idle subprocess that imported the same
+  modules and did nothing, so `peak - baseline` is what the configuration itself added.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+STATUSES = ("ok", "oom", "error")
+
+SCHEMA = pa.schema(
+    [
+        ("mixer", pa.string()),
+        ("regime", pa.string()),
+        ("resolution", pa.int64()),
+        ("attention_backend", pa.string()),  # null for mixers other than attention
+        ("tokens", pa.int64()),  # grid tokens, (resolution / patch_size)^2
+        ("batch_size", pa.int64()),
+        ("mode", pa.string()),  # inference | train
+        ("dtype", pa.string()),  # float32 | bfloat16 (autocast)
+        ("device", pa.string()),  # cpu | cuda (resolved, never auto)
+        ("compile", pa.bool_()),
+        ("images_per_second", pa.float64()),  # batch_size / median latency
+        ("latency_ms", pa.float64()),  # median time of one batch
+        ("peak_memory_mb", pa.float64()),
+        ("baseline_memory_mb", pa.float64()),
+        ("memory_kind", pa.string()),  # cuda_max_allocated | process_peak_rss
+        ("flops_per_image", pa.float64()),  # forward FLOPs (matmul family) of one image
+        ("params", pa.int64()),
+        ("nfe", pa.int64()),  # ODE: vector-field evaluations per forward; null otherwise
+        ("status", pa.string()),  # ok | oom | error
+        ("error", pa.string()),
+        ("width", pa.int64()),
+        ("depth", pa.int64()),
+        ("heads", pa.int64()),
+        ("patch_size", pa.int64()),
+        ("num_gaussians", pa.int64()),
+        ("ode_solver", pa.string()),
+        ("seed", pa.int64()),
+        ("warmup", pa.int64()),
+        ("repeats", pa.int64()),
+        ("threads", pa.int64()),  # CPU intra-op threads used
+        ("latencies_ms", pa.list_(pa.float64())),  # every timed iteration, in order
+    ]
+)
+FIELDS = tuple(SCHEMA.names)
+
+
+def blank_record(config, point: Mapping[str, Any], device: str) -> dict[str, Any]:
+    """The record of `point` (mixer, regime, resolution, attention_backend) before measuring."""
+    record: dict[str, Any] = dict.fromkeys(FIELDS)
+    record.update(
+        mixer=point["mixer"],
+        regime=point["regime"],
+        resolution=int(point["resolution"]),
+        attention_backend=point.get("attention_backend") if point["mixer"] == "attention" else None,
+        tokens=(int(point["resolution"]) // config.patch_size) ** 2,
+        batch_size=config.batch_size,
+        mode=config.mode,
+        dtype=config.dtype,
+        device=device,
+        compile=config.compile,
+        width=config.width,
+        depth=config.depth,
+        heads=config.heads,
+        patch_size=config.patch_size,
+        num_gaussians=config.num_gaussians,
+        ode_solver=config.ode.solver if point["regime"] == "ode" else None,
+        seed=config.seed,
+        warmup=config.warmup,
+        repeats=config.repeats,
+        threads=config.threads,
+        status="error",
+        latencies_ms=None,
+    )
+    return record
+
+
+def series(record: Mapping[str, Any]) -> str:
+    """`attention/sdpa`, `attention/math`, `ssog`: the label of a record's curve."""
+    backend = record.get("attention_backend")
+    return f"{record['mixer']}/{backend}" if record["mixer"] == "attention" and backend else record["mixer"]
+
+
+def _clean(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def to_table(records: Iterable[Mapping[str, Any]], metadata: Mapping[str, str] | None = None) -> pa.Table:
+    """Records -> an Arrow table with exactly SCHEMA (unknown keys dropped, missing ones null)."""
+    rows = [{f: _clean(r.get(f)) for f in FIELDS} for r in records]
+    table = pa.Table.from_pylist(rows, schema=SCHEMA)
+    if metadata:
+        table = table.replace_schema_metadata({k.encode(): v.encode() for k, v in metadata.items()})
+    return table
+
+
+def write_parquet(records: Iterable[Mapping[str, Any]], path: str | Path, config=None) -> Path:
+    """Write the records to `path`; the sweep's BenchmarkConfig travels in the schema metadata."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"vitscale.benchmark": config.model_dump_json()} if config is not None else None
+    pq.write_table(to_table(records, meta), path)
+    return path
+
+
+def to_json(records: Iterable[Mapping[str, Any]]) -> str:
+    """Strict JSON (non-finite floats become null)."""
+    return json.dumps([{k: _clean(v) for k, v in r.items()} for r in records], indent=2)

@@ -1,0 +1,127 @@
+"""The records as rich tables: per regime, each resolution's series side by side, with the
+candidate/attention ratios of throughput and peak memory against every attention backend measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.table import Table
+
+from vitscale.bench.records import series
+
+BASELINE = "attention"
+REGIME_ORDER = {"discrete": 0, "looped": 1, "ode": 2}
+
+
+def _ok(record: Mapping[str, Any] | None, key: str) -> float | None:
+    if record is None or record.get("status") != "ok":
+        return None
+    value = record.get(key)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def ratios(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Candidate / baseline per regime x resolution, for every non-attention x attention series.
+
+    throughput: images/s ratio (> 1: the candidate is faster); memory: peak ratio (< 1: it
+    needs less); memory_above_idle: the same for peak minus the idle baseline (CPU records).
+    """
+    cells: dict[tuple, dict[str, Mapping[str, Any]]] = {}
+    for r in records:
+        cells.setdefault((r["regime"], r["resolution"]), {})[series(r)] = r
+    out = []
+    for (regime, resolution), cell in sorted(cells.items(), key=lambda kv: (REGIME_ORDER.get(kv[0][0], 9), kv[0])):
+        for cand, c in cell.items():
+            if c["mixer"] == BASELINE:
+                continue
+            for base, b in cell.items():
+                if b["mixer"] != BASELINE:
+                    continue
+                row = {"regime": regime, "resolution": resolution, "candidate": cand, "baseline": base}
+                row["throughput"] = _div(_ok(c, "images_per_second"), _ok(b, "images_per_second"))
+                row["memory"] = _div(_ok(c, "peak_memory_mb"), _ok(b, "peak_memory_mb"))
+                idle_c, idle_b = _ok(c, "baseline_memory_mb"), _ok(b, "baseline_memory_mb")
+                above_c = _ok(c, "peak_memory_mb") - idle_c if idle_c and _ok(c, "peak_memory_mb") else None
+                above_b = _ok(b, "peak_memory_mb") - idle_b if idle_b and _ok(b, "peak_memory_mb") else None
+                row["memory_above_idle"] = _div(above_c, above_b)
+                out.append(row)
+    return out
+
+
+def _div(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:,.{digits}f}"
+
+
+def _ratio(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}×"
+
+
+def _short(base: str) -> str:
+    return base.split("/", 1)[1] if "/" in base else base
+
+
+def tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
+    """One table per regime; rows grouped by resolution; ratio columns on candidate rows.
+
+    `thr ÷X`: candidate images/s over attention/X's; `mem ÷X`: candidate peak over attention/X's.
+    A failed configuration shows its status (oom, error) in place of its throughput.
+    """
+    bases = sorted({series(r) for r in records if r["mixer"] == BASELINE}, key=lambda b: (b != "attention/sdpa", b))
+    by_key = {(r["regime"], r["resolution"], r["candidate"], r["baseline"]): r for r in ratios(records)}
+    out = []
+    for regime in sorted({r["regime"] for r in records}, key=lambda g: (REGIME_ORDER.get(g, 9), g)):
+        rows = [r for r in records if r["regime"] == regime]
+        first = rows[0]
+        title = (f"{regime} · batch {first['batch_size']} · {first['mode']} · {first['dtype']} · "
+                 f"{first['device']}{' · compiled' if first['compile'] else ''}")
+        table = Table(title=title, title_justify="left")
+        for col in ("px", "tokens", "series", "NFE", "GFLOP/img", "img/s", "ms/batch", "peak MB"):
+            table.add_column(col, justify="left" if col == "series" else "right")
+        for base in bases:
+            table.add_column(f"thr ÷{_short(base)}", justify="right")
+            table.add_column(f"mem ÷{_short(base)}", justify="right")
+        resolutions = sorted({r["resolution"] for r in rows})
+        for i, res in enumerate(resolutions):
+            cell = sorted((r for r in rows if r["resolution"] == res),
+                          key=lambda r: (r["mixer"] != BASELINE, series(r)))
+            for j, r in enumerate(cell):
+                flops = r.get("flops_per_image")
+                ok = r["status"] == "ok"
+                values = [str(res) if j == 0 else "", str(r["tokens"]) if j == 0 else "", series(r),
+                          str(r["nfe"]) if r.get("nfe") is not None else "—",
+                          f"{flops / 1e9:.3g}" if flops else "—",
+                          _fmt(_ok(r, "images_per_second")) if ok else f"[red]{r['status']}[/red]",
+                          _fmt(_ok(r, "latency_ms")), _fmt(_ok(r, "peak_memory_mb"), 0)]
+                for base in bases:
+                    row = by_key.get((regime, res, series(r), base))
+                    values += [_ratio(row["throughput"]), _ratio(row["memory"])] if row else ["", ""]
+                table.add_row(*values, end_section=j == len(cell) - 1 and i < len(resolutions) - 1)
+        out.append(table)
+    return out
+
+
+def footnotes(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the memory column is, and every failure's message."""
+    notes = []
+    kinds = {r.get("memory_kind") for r in records if r.get("memory_kind")}
+    if "process_peak_rss" in kinds:
+        idle = next((r["baseline_memory_mb"] for r in records if r.get("baseline_memory_mb")), None)
+        notes.append(
+            "peak MB = peak RSS of the whole worker process (python + torch included, nothing "
+            f"subtracted); an idle worker peaks at {_fmt(idle, 0)} MB, so ratios of (peak - idle) "
+            "lie further from 1 than the ratios shown"
+        )
+    if "cuda_max_allocated" in kinds:
+        notes.append("peak MB = torch.cuda.max_memory_allocated (weights, inputs and activations)")
+    notes.append("thr ÷X: candidate images/s ÷ attention/X images/s (>1: faster); "
+                 "mem ÷X: candidate peak ÷ attention/X peak (<1: leaner)")
+    for r in records:
+        if r["status"] != "ok":
+            notes.append(f"{series(r)} {r['regime']} {r['resolution']}: {r['status']}: {r.get('error') or ''}")
+    return notes

@@ -1,0 +1,85 @@
+"""What one timed iteration is (inference or a training step) and how iterations are timed.
+
+Timing follows timm's benchmark: `warmup` untimed iterations (allocator, cuDNN/oneDNN
+autotuning, torch.compile), then `repeats` timed ones; on CUDA the device is synchronised
+before the clock starts and before it stops, so each sample is the whole iteration's device
+time. The median is reported (robust to a stray slow sample on a shared machine).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def synchronizer(device: torch.device) -> Callable[[], None]:
+    """A no-argument function that waits for the device's queued work (no-op on CPU)."""
+    if device.type == "cuda":
+        return lambda: torch.cuda.synchronize(device)
+    return lambda: None
+
+
+def precision(device: torch.device, dtype: str) -> contextlib.AbstractContextManager:
+    """bfloat16: autocast on the device (CUDA and CPU); float32: nothing."""
+    if dtype == "float32":
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=DTYPES[dtype])
+
+
+def time_iterations(
+    step: Callable[[], object], warmup: int, repeats: int, synchronize: Callable[[], None]
+) -> list[float]:
+    """Run `step` warmup + repeats times; return the seconds of each timed iteration."""
+    for _ in range(warmup):
+        step()
+    synchronize()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        synchronize()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def summarise(times: list[float], batch_size: int) -> dict[str, float]:
+    """Median latency per batch (ms) and the throughput it implies (images/s)."""
+    median = statistics.median(times)
+    return {"latency_ms": 1e3 * median, "images_per_second": batch_size / median}
+
+
+def inference_step(model: nn.Module, images: Tensor, device: torch.device, dtype: str) -> Callable[[], Tensor]:
+    """One forward in eval mode under inference_mode (and autocast for bfloat16)."""
+    model.eval()
+
+    def step() -> Tensor:
+        with torch.inference_mode(), precision(device, dtype):
+            return model(images)
+
+    return step
+
+
+def train_step(
+    model: nn.Module, images: Tensor, labels: Tensor, device: torch.device, dtype: str
+) -> Callable[[], Tensor]:
+    """Forward, cross-entropy, backward and an AdamW step (zeroing gradients to None)."""
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def step() -> Tensor:
+        with precision(device, dtype):
+            loss = F.cross_entropy(model(images).float(), labels)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss
+
+    return step

@@ -1,0 +1,132 @@
+"""`vitscale bench`: throughput, latency, peak memory and FLOPs of mixers versus resolution.
+
+Flags left out keep the BenchmarkConfig defaults (or those of `--study FILE`'s `benchmark:`
+block); list flags take commas (`--resolutions 224,384`). Every value is validated by
+BenchmarkConfig, so a bad one is one line naming the field, exit 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from vitscale.cli.app import app
+from vitscale.errors import UserError
+
+
+def _split(flag: str, text: str | None, kind: type = str) -> list | None:
+    if text is None:
+        return None
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    try:
+        return [kind(t) for t in items]
+    except ValueError:
+        raise UserError(f"{flag}: {text!r} is not a comma list of {kind.__name__}s") from None
+
+
+def _base(study: Path | None) -> dict[str, Any]:
+    """The `benchmark:` block of a benchmark study, or nothing."""
+    if study is None:
+        return {}
+    from vitscale.spec import load_study
+
+    spec = load_study(study)
+    if spec.kind != "benchmark" or spec.benchmark is None:
+        raise UserError(f"--study: {study} is a {spec.kind} study; pass one with `kind: benchmark`")
+    return spec.benchmark.model_dump(exclude_unset=False)
+
+
+@app.command("bench")
+def bench_command(
+    mixers: str | None = typer.Option(None, "--mixers", help="comma list, e.g. attention,ssog"),
+    regimes: str | None = typer.Option(None, "--regimes", help="comma list of discrete,looped,ode"),
+    resolutions: str | None = typer.Option(None, "--resolutions", help="comma list of image sides"),
+    width: int | None = typer.Option(None, "--width"),
+    depth: int | None = typer.Option(None, "--depth"),
+    heads: int | None = typer.Option(None, "--heads"),
+    patch_size: int | None = typer.Option(None, "--patch-size"),
+    batch_size: int | None = typer.Option(None, "--batch-size", help="matched across mixers"),
+    num_gaussians: int | None = typer.Option(None, "--num-gaussians", help="SSoG: Gaussians per head and axis"),
+    num_classes: int | None = typer.Option(None, "--num-classes"),
+    mode: str | None = typer.Option(None, "--mode", help="inference | train (forward+backward+AdamW step)"),
+    dtype: str | None = typer.Option(None, "--dtype", help="float32 | bfloat16 (autocast)"),
+    device: str | None = typer.Option(None, "--device", help="cpu | cuda | auto"),
+    attention_backend: str | None = typer.Option(
+        None, "--attention-backend", "--attention-backends", help="comma list of sdpa,math"
+    ),
+    compile: bool | None = typer.Option(None, "--compile/--no-compile", help="torch.compile each model"),
+    warmup: int | None = typer.Option(None, "--warmup", help="untimed iterations"),
+    repeats: int | None = typer.Option(None, "--repeats", help="timed iterations (median reported)"),
+    seed: int | None = typer.Option(None, "--seed"),
+    threads: int | None = typer.Option(None, "--threads", help="CPU intra-op threads"),
+    ode_solver: str | None = typer.Option(None, "--ode-solver", help="default rk4 (fixed grid, step 1)"),
+    ode_step_size: float | None = typer.Option(None, "--ode-step-size"),
+    ode_rtol: float | None = typer.Option(None, "--ode-rtol"),
+    ode_atol: float | None = typer.Option(None, "--ode-atol"),
+    study: Path | None = typer.Option(None, "--study", help="start from this benchmark study's `benchmark:`"),
+    as_json: bool = typer.Option(False, "--json", help="print the records as JSON (no table)"),
+    out: Path | None = typer.Option(None, "--out", help="write the records to this Parquet file"),
+    tracking_uri: str | None = typer.Option(None, "--tracking-uri", help="log a parent + child runs to MLflow"),
+    name: str | None = typer.Option(None, "--name", help="study name in MLflow (default bench-<timestamp>)"),
+) -> None:
+    """Measure images/s, latency, peak memory, FLOPs and NFE per mixer x regime x resolution."""
+    from vitscale.bench.config import BenchmarkConfig
+
+    given = {
+        "mixers": _split("--mixers", mixers), "regimes": _split("--regimes", regimes),
+        "resolutions": _split("--resolutions", resolutions, int), "width": width, "depth": depth,
+        "heads": heads, "patch_size": patch_size, "batch_size": batch_size, "num_gaussians": num_gaussians,
+        "num_classes": num_classes, "mode": mode, "dtype": dtype, "device": device,
+        "attention_backends": _split("--attention-backend", attention_backend), "compile": compile,
+        "warmup": warmup, "repeats": repeats, "seed": seed, "threads": threads,
+    }
+    data = {**_base(study), **{k: v for k, v in given.items() if v is not None}}
+    ode = {"solver": ode_solver, "step_size": ode_step_size, "rtol": ode_rtol, "atol": ode_atol}
+    if any(v is not None for v in ode.values()):
+        base_ode = data.get("ode") or BenchmarkConfig().ode.model_dump()
+        data["ode"] = {**base_ode, **{k: v for k, v in ode.items() if v is not None}}
+    config = BenchmarkConfig.model_validate(data)
+    run(config, as_json=as_json, out=out, tracking_uri=tracking_uri, name=name)
+
+
+def run(config, *, as_json: bool, out: Path | None, tracking_uri: str | None, name: str | None) -> list[dict]:
+    """Sweep, then print/write/log; MLflow runs are logged as configurations finish."""
+    from vitscale.bench import report
+    from vitscale.bench.records import to_json, write_parquet
+    from vitscale.bench.runner import run_benchmark
+
+    err = Console(stderr=True)
+    log = None
+    if tracking_uri:
+        from vitscale.bench.tracking import MlflowBenchLog, default_study_name, study_spec
+
+        name = name or default_study_name()
+        study_spec(config, name)  # a bad name fails before any measuring
+        log = MlflowBenchLog(config, tracking_uri, name)
+    try:
+        records = run_benchmark(config, progress=err.is_terminal, console=err,
+                                on_record=log.log if log else None)
+    except BaseException:
+        if log is not None:
+            log.finish("KILLED")
+        raise
+    if log is not None:
+        log.finish()
+    if as_json:
+        sys.stdout.write(to_json(records) + "\n")
+    else:
+        console = Console() if sys.stdout.isatty() else Console(width=160)
+        for table in report.tables(records):
+            console.print(table)
+        for note in report.footnotes(records):
+            console.print(f"[dim]{note}[/dim]")
+    if out is not None:
+        err.print(f"wrote {write_parquet(records, out, config)}")
+    if log is not None:
+        err.print(f"logged to MLflow: study {log.name} (parent run {log.parent_run_id}); "
+                  f"`vitscale analyze {log.name} --tracking-uri {tracking_uri}`")
+    return records
