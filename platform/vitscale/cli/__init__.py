@@ -5,35 +5,48 @@ from __future__ import annotations
 import sys
 
 import click
+import typer
 from pydantic import ValidationError
 
+# Command modules register themselves on `app` when imported (one per command group).
+from vitscale.cli import (  # noqa: F401
+    analyze_cmd,
+    bench_cmd,
+    data_cmd,
+    model_cmd,
+    run_cmd,
+    spec_cmd,
+    study_cmd,
+    train_cmd,
+    ui_cmd,
+)
 from vitscale.cli.app import app
 from vitscale.errors import UserError
 from vitscale.validation import error_lines
 
-# Command modules register themselves on `app` when imported (one line per module).
-from vitscale.cli import model_cmd  # noqa: E402,F401
-from vitscale.cli import analyze_cmd  # noqa: E402,F401
-from vitscale.cli import study_cmd  # noqa: E402,F401
-from vitscale.cli import spec_cmd  # noqa: E402,F401
-from vitscale.cli import data_cmd  # noqa: E402,F401
-from vitscale.cli import train_cmd  # noqa: E402,F401
-from vitscale.cli import run_cmd  # noqa: E402,F401
-from vitscale.cli import ui_cmd  # noqa: E402,F401
-
+try:  # Typer >= 0.26 vendors click: its exceptions are not click's, so catch both kinds.
+    from typer._click.exceptions import UsageError as _TyperUsageError
+except ImportError:  # pragma: no cover - older Typer uses click itself
+    _TyperUsageError = click.UsageError
+USAGE_ERRORS = (click.UsageError, _TyperUsageError)
+ABORTS = (click.exceptions.Abort, typer.Abort)
+EXITS = (click.exceptions.Exit, typer.Exit)
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI. UserError and bad flags: one line, exit 2. Bugs keep their traceback."""
     try:
         app(args=argv, standalone_mode=False)
-    except click.exceptions.Abort:
+    except ABORTS:
         print("aborted", file=sys.stderr)
         sys.exit(130)
-    except click.UsageError as exc:
+    except USAGE_ERRORS as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError" and exc.ctx is not None:
+            print(exc.ctx.get_help())
+            sys.exit(0)
         where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""
         print(f"error: {exc.format_message()}{where}", file=sys.stderr)
         sys.exit(2)
-    except click.exceptions.Exit as exc:
+    except EXITS as exc:
         sys.exit(exc.exit_code)
     except UserError as exc:
         # Some user errors carry several problems (a spec file): one line each.

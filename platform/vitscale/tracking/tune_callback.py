@@ -56,10 +56,11 @@ class MlflowStudyCallback(Callback):
         self._client = None
         self._runs: dict[str, str] = {}
         self._last_step: dict[str, int] = {}
+        self._node: dict[str, str] = {}
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state.update(_client=None, _runs={}, _last_step={})
+        state.update(_client=None, _runs={}, _last_step={}, _node={})
         return state
 
     @property
@@ -96,6 +97,10 @@ class MlflowStudyCallback(Callback):
 
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
         run_id = self.run_id(trial)
+        if result.get(RESULT_NODE_ID) and self._node.get(run_id) != result[RESULT_NODE_ID]:
+            # Set again only when it changes: after a restore the trial may run on another node.
+            store.set_tags(self.client, run_id, {layout.NODE_ID: result[RESULT_NODE_ID]})
+            self._node[run_id] = result[RESULT_NODE_ID]
         if result.get(RESULT_FAILURE_REASON):
             return  # the failure report carries no new epoch; on_trial_complete records it
         step = int(result.get("epoch", result.get("training_iteration", 0)))
@@ -104,8 +109,6 @@ class MlflowStudyCallback(Callback):
         metrics = {k: v for k, v in result.items() if k not in _TUNE_KEYS and k != "config"}
         store.log_metrics(self.client, run_id, metrics, step=step)
         self._last_step[run_id] = step
-        if result.get(RESULT_NODE_ID):  # after a restore the trial may run on another node
-            store.set_tags(self.client, run_id, {layout.NODE_ID: result[RESULT_NODE_ID]})
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         run_id = self.run_id(trial)

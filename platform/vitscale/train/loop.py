@@ -22,7 +22,7 @@ from torch import nn
 
 from vitscale import data as vdata
 from vitscale.errors import TrialDiverged, TrialOutOfMemory
-from vitscale.models import build
+from vitscale.models import build, solver_errors
 from vitscale.models.config import ModelConfig
 from vitscale.models.measure import count_params, flops_per_image
 from vitscale.train.checkpoint import (
@@ -211,7 +211,8 @@ def _train_epoch(
             if not torch.isfinite(loss):
                 raise TrialDiverged(f"loss is {loss.item()} at epoch {epoch}, step {step}")
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            with backward_guard(model):
+                loss.backward()
             if config.train.grad_clip is not None:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), config.train.grad_clip)
             optimizer.step()
@@ -227,6 +228,15 @@ def _train_epoch(
     if nfe:
         stats["nfe_mean"] = float(sum(nfe) / len(nfe))
     return stats
+
+
+def backward_guard(model):
+    """With the adjoint method the ODE is solved again during backward: it can fail there too."""
+    blocks = getattr(model, "blocks", None)
+    config = getattr(model, "config", None)
+    if config is not None and config.regime == "ode" and config.ode.adjoint:
+        return solver_errors(config.ode, blocks.t_end)
+    return nullcontext()
 
 
 @torch.inference_mode()

@@ -160,7 +160,9 @@ def resume_study(
 def _fit_and_summarise(tuner, execution: StudyExecution):
     from vitscale.tune.summary import close_orphans, summarise
 
+    # Snapshot the experiment often (every checkpoint): a killed driver loses little on resume.
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "2")
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     results = tuner.fit()
     client = store.client_for(execution.tracking_uri)
     close_orphans(client, execution, {r.metrics.get("trial_id") for r in results if r.metrics})

@@ -87,6 +87,12 @@ def _search(spec, directory):
     return searcher, {}, spec.search.num_samples * len(seeds)
 
 
+def _reporter(spec) -> tune.CLIReporter:
+    """Ray Tune's status table, showing the objectives, at most every 15 s."""
+    columns = {"epoch": "epoch", **{o.metric: o.metric for o in spec.objectives}}
+    return tune.CLIReporter(metric_columns=columns, max_report_frequency=15, max_progress_rows=30)
+
+
 def build_tuner(execution, verbose: int = 1) -> tune.Tuner:
     spec = execution.spec
     search_alg, param_space, num_samples = _search(spec, execution.directory)
@@ -116,5 +122,6 @@ def build_tuner(execution, verbose: int = 1) -> tune.Tuner:
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
             callbacks=[callback],
             verbose=verbose,
+            progress_reporter=_reporter(spec),
         ),
     )

@@ -1,0 +1,101 @@
+"""`fit`: reports, determinism, exact resume, failure paths that leave the last checkpoint intact."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+import torch
+
+from vitscale.errors import SolverError, TrialDiverged
+from vitscale.train import REPORTED_METRICS, fit
+from vitscale.train.checkpoint import CHECKPOINT_FILE, load_checkpoint
+
+
+class Stop(Exception):
+    """Stands in for a killed worker after an epoch's checkpoint is written."""
+
+
+def test_reports_every_metric_each_epoch(tiny_trial):
+    seen = []
+    result = fit(tiny_trial(model={"regime": "ode", "ode": {"solver": "rk4", "step_size": 0.5}}),
+                 report=lambda m, _d: seen.append(m))
+    assert [m["epoch"] for m in seen] == [1.0, 2.0, 3.0]
+    for metrics in seen:
+        assert set(REPORTED_METRICS) <= set(metrics)
+        assert 0 <= metrics["val_top1"] <= metrics["val_top5"] <= 1
+        assert metrics["nfe_mean"] == 8  # rk4: 4 evaluations per step, 2 steps over [0, depth=1]
+    assert result.metrics == seen[-1]
+    assert result.model_config.num_classes == 10 and result.model_config.in_chans == 1
+
+
+def test_non_ode_models_report_no_nfe(tiny_trial):
+    result = fit(tiny_trial(train={"epochs": 1}))
+    assert "nfe_mean" not in result.metrics
+
+
+def test_same_seed_same_metrics(tiny_trial):
+    a = fit(tiny_trial(train={"epochs": 2})).history
+    b = fit(tiny_trial(train={"epochs": 2})).history
+    strip = [{k: v for k, v in m.items() if "second" not in k} for m in a]
+    assert strip == [{k: v for k, v in m.items() if "second" not in k} for m in b]
+
+
+def test_learns_digits(tiny_trial):
+    result = fit(tiny_trial(train={"epochs": 6}))
+    assert result.metrics["val_top1"] > 0.5  # chance is 0.1
+
+
+@pytest.mark.parametrize("regime", ["discrete", "ode"])
+def test_resume_equals_uninterrupted(tiny_trial, tmp_path, regime):
+    config = tiny_trial(model={"regime": regime, "ode": {"solver": "midpoint"}})
+    straight = fit(config).history
+
+    def stop_after_two(metrics, _dir):
+        if metrics["epoch"] == 2:
+            raise Stop
+
+    with pytest.raises(Stop):
+        fit(config, report=stop_after_two, checkpoint_dir=tmp_path)
+    assert load_checkpoint(tmp_path / CHECKPOINT_FILE).epoch == 2
+    resumed = fit(config, checkpoint_dir=tmp_path).history
+    timing = ("epoch_seconds", "train_images_per_second")
+    assert [{k: v for k, v in m.items() if k not in timing} for m in resumed] == [
+        {k: v for k, v in m.items() if k not in timing} for m in straight
+    ]
+
+
+def test_resume_at_the_end_reports_the_final_epoch_again(tiny_trial, tmp_path):
+    config = tiny_trial(train={"epochs": 1})
+    fit(config, checkpoint_dir=tmp_path)
+    seen = []
+    fit(config, report=lambda m, _d: seen.append(m), checkpoint_dir=tmp_path)
+    assert [m["epoch"] for m in seen] == [1.0]
+
+
+def _digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_divergence_names_epoch_and_step_and_keeps_the_checkpoint(tiny_trial, tmp_path):
+    good = tiny_trial(train={"epochs": 2})
+    with pytest.raises(Stop):
+        fit(good, report=lambda m, _d: (_ for _ in ()).throw(Stop()) if m["epoch"] == 1 else None,
+            checkpoint_dir=tmp_path)
+    before = _digest(tmp_path / CHECKPOINT_FILE)
+    exploding = tiny_trial(train={"epochs": 2, "lr": 1e30, "grad_clip": None})
+    with pytest.raises(TrialDiverged, match=r"epoch 2, step \d+"):
+        fit(exploding, checkpoint_dir=tmp_path)
+    assert _digest(tmp_path / CHECKPOINT_FILE) == before
+    state = load_checkpoint(tmp_path / CHECKPOINT_FILE)
+    assert state.epoch == 1 and all(torch.isfinite(v).all() for v in state.model.values())
+
+
+def test_solver_failure_is_a_trial_failure_with_the_settings(tiny_trial, tmp_path):
+    config = tiny_trial(
+        model={"regime": "ode", "ode": {"solver": "dopri5", "rtol": 1e-12, "atol": 1e-12, "max_num_steps": 3}}
+    )
+    with pytest.raises(SolverError, match="dopri5") as info:
+        fit(config, checkpoint_dir=tmp_path)
+    assert info.value.reason == "solver_error"
+    assert not (tmp_path / CHECKPOINT_FILE).exists()

@@ -1,0 +1,74 @@
+"""Helpers for study tests: a tiny study file, the CLI in a subprocess, and MLflow read-back."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+# digits at 16x16 through a one-block ViT of width 16: a trial trains in about a second.
+TINY_TRIAL = {
+    "model": {"width": 16, "depth": 1, "heads": 2, "patch_size": 4, "ode": {"solver": "euler"}},
+    "data": {"dataset": "digits", "resolution": 16, "num_train": 192, "num_val": 96},
+    "train": {"epochs": 2, "batch_size": 64, "lr": 3.0e-3, "warmup_epochs": 0.5, "device": "cpu"},
+}
+
+
+def write_study(folder: Path, name: str, **sections) -> Path:
+    """A study YAML in `folder` with the tiny trial and the given top-level sections."""
+    study = {"name": name, "trial": TINY_TRIAL, "resources": {"cpu": 1, "gpu": 0}, **sections}
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(study, sort_keys=False))
+    return path
+
+
+def cli_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("RAY_DEDUP_LOGS", "1")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def vitscale(*args: str, cwd: Path, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
+    """Run the real CLI (`python -m vitscale`) in a subprocess, as a user would."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "vitscale", *args], cwd=cwd, env=cli_env(), capture_output=True,
+        text=True, timeout=timeout,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"vitscale {' '.join(args)} -> {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def child_runs(tracking_uri: str, study: str) -> list:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking_uri)
+    experiment = client.get_experiment_by_name(study)
+    assert experiment is not None, f"no MLflow experiment {study}"
+    return client.search_runs(
+        [experiment.experiment_id], filter_string="tags.`vitscale.role` = 'trial'", max_results=1000
+    )
+
+
+def parent_runs(tracking_uri: str, study: str) -> list:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking_uri)
+    experiment = client.get_experiment_by_name(study)
+    return client.search_runs(
+        [experiment.experiment_id], filter_string="tags.`vitscale.role` = 'study'", max_results=100
+    )
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    """A project-like folder: studies, SQLite store and Ray results all inside tmp."""
+    return tmp_path

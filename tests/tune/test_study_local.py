@@ -1,0 +1,143 @@
+"""Studies on an in-process Ray with a SQLite MLflow store: grid, TPE, failures, preflight, resume."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+
+from conftest import child_runs, cli_env, parent_runs, vitscale, write_study
+
+pytestmark = pytest.mark.slow
+
+
+def test_grid_study_records_every_trial_and_a_diverging_one_fails_alone(workdir):
+    study = write_study(
+        workdir, "grid-tiny",
+        space={"model.mixer": {"grid": ["attention", "ssog"]}, "train.lr": {"grid": [3.0e-3, 1.0e30]}},
+        search={"algorithm": "grid", "max_concurrent_trials": 2},
+    )
+    uri = f"sqlite:///{workdir / 'mlflow.db'}"
+    proc = vitscale("study", "run", str(study), "--tracking-uri", uri, "--storage", str(workdir / "results"),
+                    "--num-cpus", "2", "--quiet", "--set", "trial.train.grad_clip=null", cwd=workdir)
+    assert "4 trials — 2 finished, 0 stopped early, 2 failed" in proc.stdout.replace("\n", " ")
+
+    [parent] = parent_runs(uri, "grid-tiny")
+    assert parent.data.tags["vitscale.kind"] == "train" and parent.data.tags["vitscale.spec_hash"]
+    assert "vitscale.version.torch" in parent.data.tags
+    runs = child_runs(uri, "grid-tiny")
+    assert len(runs) == 4
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    for run in runs:
+        tags, params = run.data.tags, run.data.params
+        assert tags["mlflow.parentRunId"] == parent.info.run_id
+        assert params["model.width"] == "16" and params["data.dataset"] == "digits"
+        assert tags["vitscale.node_id"]
+        if float(params["train.lr"]) > 1:
+            assert tags["vitscale.status"] == "FAILED" and run.info.status == "FAILED"
+            assert tags["vitscale.failure_reason"].startswith("diverged: loss is nan at epoch 1, step")
+        else:
+            assert tags["vitscale.status"] == "FINISHED" and run.info.status == "FINISHED"
+            epochs = [m.step for m in client.get_metric_history(run.info.run_id, "val_top1")]
+            assert epochs == [1, 2]
+            assert {"params", "flops_per_image", "train_loss", "val_top5"} <= set(run.data.metrics)
+    artifacts = [a.path for a in client.list_artifacts(parent.info.run_id)]
+    assert "spec.yaml" in artifacts
+
+
+def test_tpe_study_replicates_seeds_and_keeps_the_optuna_history(workdir):
+    study = write_study(
+        workdir, "tpe-tiny",
+        space={
+            "model.mixer": {"choice": ["attention", "ssog"]},
+            "model.num_gaussians": {"int": [1, 4], "when": {"model.mixer": "ssog"}},
+            "train.lr": {"loguniform": [1.0e-3, 1.0e-2]},
+        },
+        search={"algorithm": "tpe", "num_samples": 3, "seeds": [0, 1], "max_concurrent_trials": 2},
+        scheduler={"type": "asha", "grace_period": 1, "reduction_factor": 2},
+    )
+    uri = f"sqlite:///{workdir / 'mlflow.db'}"
+    vitscale("study", "run", str(study), "--tracking-uri", uri, "--storage", str(workdir / "results"),
+             "--num-cpus", "2", "--quiet", cwd=workdir)
+    runs = child_runs(uri, "tpe-tiny")
+    assert len(runs) == 6
+    by_point = Counter(run.data.tags["vitscale.config_key"] for run in runs)
+    assert sorted(by_point.values()) == [2, 2, 2]  # three sampled points, each with seeds 0 and 1
+    for run in runs:
+        if run.data.params["model.mixer"] == "attention":
+            assert run.data.params["model.num_gaussians"] == "4"  # inactive: the base value
+    [db] = list((workdir / "results" / "tpe-tiny").glob("*/optuna.db"))
+    with sqlite3.connect(db) as con:
+        states = [row[0] for row in con.execute("select state from trials")]
+    assert len(states) == 3 and all(s == "COMPLETE" for s in states)
+
+
+def test_preflight_refuses_a_gpu_trial_on_a_cpu_cluster(workdir):
+    study = write_study(workdir, "gpu-tiny")
+    proc = vitscale("study", "run", str(study), "--tracking-uri", f"sqlite:///{workdir / 'm.db'}",
+                    "--storage", str(workdir / "results"), "--set", "resources.gpu=1", "--num-cpus", "1",
+                    cwd=workdir, check=False)
+    assert proc.returncode == 2
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "resources" in errors[0] and "1 GPU" in errors[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_driver_killed_mid_study_then_resume_finishes_exactly_the_plan(workdir):
+    study = write_study(
+        workdir, "resume-tiny",
+        space={"model.mixer": {"grid": ["attention", "ssog"]}, "model.regime": {"grid": ["discrete", "looped"]}},
+        search={"algorithm": "grid", "max_concurrent_trials": 1},
+    )
+    uri = f"sqlite:///{workdir / 'mlflow.db'}"
+    results = workdir / "results"
+    command = [sys.executable, "-m", "vitscale", "study", "run", str(study), "--tracking-uri", uri,
+               "--storage", str(results), "--num-cpus", "1", "--quiet", "--set", "trial.train.epochs=3"]
+    driver = subprocess.Popen(command, cwd=workdir, env=cli_env(), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            if (workdir / "mlflow.db").exists() and _finished(uri, "resume-tiny") >= 1:
+                break
+            assert driver.poll() is None, "the study ended before it could be killed"
+            time.sleep(1)
+        else:
+            pytest.fail("no trial finished within 300 s")
+    finally:
+        driver.send_signal(signal.SIGKILL)
+        driver.wait()
+    assert _finished(uri, "resume-tiny") < 4
+
+    proc = vitscale("study", "resume", "resume-tiny", "--storage", str(results), "--num-cpus", "1", "--quiet",
+                    cwd=workdir)
+    assert "4 finished" in proc.stdout
+    runs = child_runs(uri, "resume-tiny")
+    finished = [r for r in runs if r.data.tags["vitscale.status"] == "FINISHED"]
+    assert len(finished) == 4
+    assert len({r.data.tags["vitscale.trial_id"] for r in finished}) == 4
+    configs = Counter(json.dumps([r.data.params["model.mixer"], r.data.params["model.regime"]]) for r in finished)
+    assert set(configs.values()) == {1}  # each planned configuration finished exactly once
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    for run in finished:
+        steps = [m.step for m in client.get_metric_history(run.info.run_id, "epoch")]
+        assert steps == [1, 2, 3]  # no lost and no doubled epochs
+    others = [r for r in runs if r not in finished]
+    assert all(r.data.tags["vitscale.status"] == "KILLED" for r in others)
+
+
+def _finished(uri: str, study: str) -> int:
+    try:
+        return sum(r.data.tags.get("vitscale.status") == "FINISHED" for r in child_runs(uri, study))
+    except Exception:  # the store or experiment may not exist yet
+        return 0
