@@ -53,12 +53,6 @@ def test_resolution_not_divisible_by_patch_is_one_line_exit_2(capsys) -> None:
     assert code == 2 and len(err.strip().splitlines()) == 1 and "image_size" in err
 
 
-@pytest.mark.xfail(
-    reason="vitscale.cli.main catches click.UsageError, but typer 0.29 raises its vendored "
-    "typer._click exceptions (not click's): bad flags give a traceback and exit 1. "
-    "Fix in cli/__init__.py, then drop this marker.",
-    strict=False,
-)
 @pytest.mark.parametrize("args", [["--width", "abc"], ["--bogus"]], ids=["bad-value", "unknown-flag"])
 def test_bad_flag_is_one_line_exit_2(capsys, args: list[str]) -> None:
     code, _, err = run(capsys, *args)
