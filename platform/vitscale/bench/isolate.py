@@ -9,6 +9,7 @@ line the child wrote on stderr. The sweep goes on either way.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -46,8 +47,13 @@ def _call(request: dict[str, Any], threads: int | None, timeout: float | None) -
     return None, f"error: worker exited with {proc.returncode}: {tail[-1] if tail else 'no output'}"
 
 
+@functools.lru_cache(maxsize=8)
 def idle_baseline_mb(threads: int | None = None, timeout: float | None = 300) -> float | None:
-    """Peak RSS of a worker that imports what a measuring worker imports and does nothing."""
+    """Peak RSS of a worker that imports what a measuring worker imports and does nothing.
+
+    Cached per process: it is a property of the installation, and a Ray worker that runs
+    several benchmark trials need not pay a subprocess for it each time.
+    """
     reply, _ = _call({"idle": True, "threads": threads}, threads, timeout)
     return None if reply is None else float(reply["peak_rss_mb"])
 

@@ -67,13 +67,14 @@ def measure_configuration(
     *,
     device: str | None = None,
     process_rss: bool = False,
-    build_model: Callable[[ModelConfig], nn.Module] = build,
+    build_model: Callable[[ModelConfig], nn.Module] | None = None,
 ) -> dict[str, Any]:
     """The record of `point` under `config` (a BenchmarkConfig).
 
     process_rss: report this process's peak RSS as the peak memory on CPU — only meaningful
     in a subprocess that measures nothing else (`vitscale.bench.isolate`); otherwise the CPU
     peak is left empty rather than reporting an earlier configuration's high-water mark.
+    build_model: ModelConfig -> module (default `vitscale.models.build`, looked up per call).
     """
     dev = torch.device(device or resolve_device(config.device))
     record = blank_record(config, point, dev.type)
@@ -83,7 +84,7 @@ def measure_configuration(
     record["warmup"] = effective_warmup(config)
     failure: str | None = None
     try:
-        _measure(record, config, point, dev, build_model, process_rss)
+        _measure(record, config, point, dev, build_model or build, process_rss)
         record["status"] = "ok"
     except Exception as exc:  # one configuration fails, the sweep goes on
         failure = "oom" if is_oom(exc) else "error"

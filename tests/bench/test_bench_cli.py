@@ -1,0 +1,66 @@
+"""`vitscale bench`: flags -> BenchmarkConfig (bad values: one line, exit 2), outputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from vitscale.cli import main
+from vitscale.tracking import layout
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "studies" / "quickstart.yaml"
+
+SMALL = ["--width", "16", "--depth", "1", "--heads", "2", "--patch-size", "8", "--batch-size", "2",
+         "--warmup", "0", "--repeats", "1", "--threads", "1", "--device", "cpu", "--num-classes", "5"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--heads", "5"], "error: heads: 5 does not divide width 192"),
+        (["--resolutions", "224,3x"], "error: --resolutions: '224,3x' is not a comma list of ints"),
+        (["--resolutions", "100"], "error: resolutions: [100] not divisible by patch_size 16"),
+        (["--mixers", "attention,mamba"], "error: mixers: unknown 'mamba'"),
+        (["--mode", "serve"], "error: mode: Input should be 'inference' or 'train'"),
+        (["--attention-backend", "flash"], "error: attention_backends[0]: Input should be 'sdpa' or 'math'"),
+        (["--ode-solver", "leapfrog"], "error: ode.solver: Input should be"),
+        (["--study", str(QUICKSTART)], f"error: --study: {QUICKSTART} is a train study"),
+    ],
+)
+def test_bad_values_are_one_line_exit_2(args, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", *args])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2
+    assert len(err) == 1 and err[0].startswith(message), err
+
+
+def test_a_sweep_prints_json_writes_parquet_and_logs_mlflow(tmp_path, capsys):
+    out, uri = tmp_path / "bench.parquet", f"sqlite:///{tmp_path / 'mlflow.db'}"
+    main(["bench", "--mixers", "ssog", "--regimes", "looped", "--resolutions", "16", *SMALL, "--json",
+          "--out", str(out), "--tracking-uri", uri, "--name", "cli-bench"])
+    captured = capsys.readouterr()
+    [record] = json.loads(captured.out)
+    assert record["status"] == "ok", record["error"]
+    assert record["mixer"] == "ssog" and record["regime"] == "looped" and record["device"] == "cpu"
+    assert record["memory_kind"] == "process_peak_rss"
+    assert record["peak_memory_mb"] > record["baseline_memory_mb"] > 0
+    assert pq.read_table(out).num_rows == 1
+    assert "vitscale analyze cli-bench" in captured.err.replace("\n", " ")
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("cli-bench")
+    [child] = client.search_runs([exp.experiment_id], f"tags.`{layout.ROLE}` = 'trial'")
+    assert child.data.params["bench.device"] == "cpu" and child.data.params["bench.threads"] == "1"
+    assert child.data.metrics["baseline_memory_mb"] == pytest.approx(record["baseline_memory_mb"])
+
+
+def test_bad_study_name_fails_before_measuring(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", *SMALL, "--tracking-uri", "sqlite:///unused.db", "--name", "Bad Name"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.startswith("error: name: 'Bad Name': use lowercase letters")

@@ -1,0 +1,60 @@
+"""The record schema: Parquet with exactly SCHEMA, strict JSON, and the table's ratios."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pyarrow.parquet as pq
+import pytest
+
+from vitscale.bench import records as rec
+from vitscale.bench.report import ratios, tables
+
+
+def _records(config):
+    out = []
+    for point, ips, mem in zip(config.configurations(), (100.0, 50.0, 300.0), (400.0, 900.0, 380.0), strict=True):
+        r = rec.blank_record(config, point, "cpu")
+        r.update(status="ok", images_per_second=ips, latency_ms=2000.0 / ips, peak_memory_mb=mem,
+                 baseline_memory_mb=300.0, memory_kind="process_peak_rss", flops_per_image=1e6, params=1000,
+                 latencies_ms=[1.0, 2.0])
+        out.append(r)
+    out[1].update(status="oom", error="OutOfMemoryError: out of memory", images_per_second=None,
+                  latency_ms=float("nan"), peak_memory_mb=None, latencies_ms=None)
+    return out
+
+
+def test_parquet_has_exactly_the_schema_and_the_config(tiny_config, tmp_path):
+    config = tiny_config()
+    path = rec.write_parquet(_records(config), tmp_path / "sub" / "bench.parquet", config)
+    table = pq.read_table(path)
+    assert table.schema.remove_metadata() == rec.SCHEMA
+    assert table.num_rows == 3
+    assert json.loads(table.schema.metadata[b"vitscale.benchmark"]) == config.model_dump(mode="json")
+    rows = table.to_pylist()
+    assert [r["status"] for r in rows] == ["ok", "oom", "ok"]
+    assert rows[1]["latency_ms"] is None  # NaN is written as null
+    assert rows[2]["attention_backend"] is None and rows[0]["attention_backend"] == "sdpa"
+    assert rows[0]["latencies_ms"] == [1.0, 2.0] and rows[0]["tokens"] == 4
+
+
+def test_unknown_keys_are_dropped_and_json_is_strict(tiny_config):
+    records = _records(tiny_config())
+    records[0]["something_else"] = 1
+    assert rec.to_table(records).schema == rec.SCHEMA
+    parsed = json.loads(rec.to_json(records))  # json.loads rejects nothing, so check for NaN by hand
+    assert parsed[1]["latency_ms"] is None
+    assert all(not (isinstance(v, float) and math.isnan(v)) for r in parsed for v in r.values())
+
+
+def test_ratios_against_every_backend_and_failed_baselines(tiny_config):
+    records = _records(tiny_config())
+    rows = {r["baseline"]: r for r in ratios(records)}
+    assert set(rows) == {"attention/sdpa", "attention/math"}
+    assert rows["attention/sdpa"]["throughput"] == pytest.approx(3.0)
+    assert rows["attention/sdpa"]["memory"] == pytest.approx(380 / 400)
+    assert rows["attention/sdpa"]["memory_above_idle"] == pytest.approx(80 / 100)
+    assert rows["attention/math"]["throughput"] is None  # the baseline ran out of memory
+    [table] = tables(records)
+    assert table.row_count == 3 and "thr ÷sdpa" in [c.header for c in table.columns]

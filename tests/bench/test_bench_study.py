@@ -1,0 +1,73 @@
+"""Benchmark studies: the smoke study validates, its trials describe themselves in the analysis'
+layout, and it runs on the in-process Ray with every configuration in MLflow."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from vitscale.analysis.fields import FIELDS
+from vitscale.bench import trial
+from vitscale.spec import grid_points, load_study
+
+SMOKE = Path(__file__).resolve().parents[2] / "studies" / "throughput_resolution_smoke.yaml"
+
+
+def test_the_smoke_study_is_a_small_cpu_variant_of_the_paper_sweep():
+    spec = load_study(SMOKE)
+    assert spec.kind == "benchmark" and spec.benchmark.device == "cpu"
+    assert spec.resources.cpu == 1 and spec.resources.gpu == 0
+    points = grid_points(spec)
+    assert len(points) == 18 and {p["resolution"] for p in points} == {32, 64}
+    assert spec.benchmark.mixers == ["attention", "ssog"] and spec.benchmark.attention_backends == ["sdpa", "math"]
+
+
+def test_trial_description_has_every_param_the_analysis_reads():
+    spec = load_study(SMOKE)
+    point = grid_points(spec)[1]
+    desc = trial.describe_bench_trial({"point": point, "seed": 3}, spec)
+    bench_fields = {src for sources in FIELDS.values() for src in sources if src.startswith("bench.")}
+    assert bench_fields <= set(desc.params)
+    assert desc.params["bench.seed"] == 3 and desc.params["bench.threads"] == 1
+    assert desc.run_name == "attention/math discrete 32 s3"
+    other_seed = trial.describe_bench_trial({"point": point, "seed": 4}, spec)
+    assert other_seed.config_key == desc.config_key  # replicates share the group
+
+
+def test_trial_results_carry_metrics_or_the_failure():
+    ok = {"status": "ok", "images_per_second": 5.0, "latency_ms": 400.0, "peak_memory_mb": 9.0,
+          "flops_per_image": 1e6, "nfe": None, "tokens": 16, "params": 10, "baseline_memory_mb": 3.0}
+    result = trial.trial_result(ok, "node")
+    assert result["epoch"] == 1 and result["failure_reason"] == "" and result["planned_epochs"] == 1
+    assert result["images_per_second"] == 5.0 and "nfe" not in result
+    failed = trial.trial_result({"status": "oom", "error": "OutOfMemoryError: x"}, "node")
+    assert failed["failure_reason"] == "oom" and failed["failure_message"] == "OutOfMemoryError: x"
+    assert math.isnan(failed["images_per_second"])
+
+
+@pytest.mark.slow
+def test_the_smoke_study_runs_on_in_process_ray(tmp_path):
+    from mlflow import MlflowClient
+
+    from vitscale.tune.run import run_study
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    run_study(load_study(SMOKE), tracking_uri=uri, storage=str(tmp_path / "results"), num_cpus=2, verbose=0)
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("throughput-resolution-smoke")
+    [parent] = client.search_runs([exp.experiment_id], "tags.`vitscale.role` = 'study'")
+    assert parent.data.tags["vitscale.kind"] == "benchmark"
+    children = client.search_runs([exp.experiment_id], "tags.`vitscale.role` = 'trial'", max_results=100)
+    assert len(children) == 18
+    for child in children:
+        assert child.data.tags["vitscale.status"] == "FINISHED", child.data.tags.get("vitscale.failure_reason")
+        assert child.data.metrics["images_per_second"] > 0 and child.data.metrics["peak_memory_mb"] > 0
+        assert child.data.params["bench.device"] == "cpu"
+        assert ("nfe" in child.data.metrics) == (child.data.params["bench.regime"] == "ode")
+
+    from vitscale.analysis.pipeline import analyze
+
+    result = analyze("throughput-resolution-smoke", uri, tmp_path / "report", log_artifacts=False)
+    assert result.counts()["used"] == 18
