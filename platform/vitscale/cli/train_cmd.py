@@ -11,9 +11,10 @@ import typer
 from vitscale.cli.app import app
 from vitscale.cli.model_cmd import model_options
 from vitscale.errors import UserError
-from vitscale.train.checkpoint import find_checkpoint
+from vitscale.train.checkpoint import find_checkpoint, load_checkpoint
 
 RUN_ID_FILE = "mlflow_run_id"
+CONFIG_FILE = "trial.json"
 
 
 @app.command("train")
@@ -64,15 +65,27 @@ def train(
             "or choose another folder"
         )
 
+    if checkpoint_dir is not None:
+        _same_config_as_checkpoint(config, checkpoint_dir, resume)
+
     client = run_id = None
+    logged = -1
     if track:
         store.check_tracking_uri(tracking_uri)
         client = store.client_for(tracking_uri)
         run_id = _mlflow_run(client, store, experiment, checkpoint_dir, resume)
-        store.log_params(client, run_id, flatten(config))
+        if resume:
+            logged = store.last_logged_step(client, run_id)
+            # Epochs the checkpoint holds but MLflow missed (killed between the two writes).
+            for metrics in load_checkpoint(find_checkpoint(checkpoint_dir)).history:
+                if metrics["epoch"] > logged:
+                    store.log_metrics(client, run_id, metrics, step=int(metrics["epoch"]))
+                    logged = int(metrics["epoch"])
+        else:
+            store.log_params(client, run_id, flatten(config))
 
     def report(metrics: dict[str, float], _checkpoint: Path | None) -> None:
-        if client is not None:
+        if client is not None and metrics["epoch"] > logged:  # a resumed run logs each epoch once
             store.log_metrics(client, run_id, metrics, step=int(metrics["epoch"]))
 
     status = "FAILED"
@@ -87,6 +100,26 @@ def train(
     final = {**result.metrics, **({"mlflow_run_id": run_id} if run_id else {})}
     if as_json:
         print(json.dumps(final))
+
+
+def _same_config_as_checkpoint(config, checkpoint_dir: Path, resume: bool) -> None:
+    """A checkpoint continues only the run that wrote it: refuse changed flags on --resume."""
+    path = checkpoint_dir / CONFIG_FILE
+    current = config.model_dump(mode="json")
+    if resume and path.is_file():
+        from vitscale.spec import flatten
+
+        saved = flatten(type(config).model_validate(json.loads(path.read_text())))
+        now = flatten(config)
+        changed = [f"{k}={saved.get(k)} (now {now.get(k)})" for k in sorted(now) if saved.get(k) != now.get(k)]
+        if changed:
+            raise UserError(
+                f"--resume: the checkpoint in {checkpoint_dir} was trained with {', '.join(changed)}; "
+                "resume with the same flags or train into a new --checkpoint-dir"
+            )
+    else:
+        checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(current, indent=2))
 
 
 def _mlflow_run(client, store, experiment: str, checkpoint_dir: Path | None, resume: bool) -> str:

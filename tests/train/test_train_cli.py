@@ -1,0 +1,102 @@
+"""`vitscale train`: JSON metrics, one MLflow run with its checkpoint, resume, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from mlflow import MlflowClient
+
+from vitscale.cli import main
+
+TINY = ["--mixer", "ssog", "--width", "16", "--depth", "1", "--heads", "2", "--patch-size", "4",
+        "--resolution", "16", "--batch-size", "64"]
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code or 0
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_train_prints_json_and_logs_one_run_with_the_checkpoint(capsys, tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    code, out, err = run(capsys, "train", *TINY, "--epochs", "2", "--json", "--tracking-uri", uri,
+                         "--checkpoint-dir", str(tmp_path / "ckpt"))
+    assert code == 0, err
+    metrics = json.loads(out.strip().splitlines()[-1])
+    assert metrics["epoch"] == 2 and 0 <= metrics["val_top1"] <= 1 and metrics["params"] > 0
+    client = MlflowClient(tracking_uri=uri)
+    run_ = client.get_run(metrics["mlflow_run_id"])
+    assert run_.info.status == "FINISHED"
+    assert run_.data.params["model.mixer"] == "ssog" and run_.data.params["data.resolution"] == "16"
+    assert [m.step for m in client.get_metric_history(run_.info.run_id, "val_top1")] == [1, 2]
+    assert [a.path for a in client.list_artifacts(run_.info.run_id, "checkpoint")] == ["checkpoint/checkpoint.pt"]
+
+
+def test_killed_run_resumes_in_the_same_mlflow_run(tmp_path):
+    """SIGKILL `vitscale train` after its first checkpoint, then --resume: epochs 1..N once each."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    ckpt = tmp_path / "ckpt"
+    args = [sys.executable, "-m", "vitscale", "train", "--mixer", "attention", "--width", "32", "--depth", "2",
+            "--heads", "2", "--patch-size", "4", "--resolution", "32", "--batch-size", "32", "--epochs", "4",
+            "--tracking-uri", uri, "--checkpoint-dir", str(ckpt), "--json"]
+    first = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 240
+        while not (ckpt / "checkpoint.pt").exists() and time.time() < deadline and first.poll() is None:
+            time.sleep(0.05)
+    finally:
+        first.kill()
+        first.wait()
+    assert (ckpt / "checkpoint.pt").exists()
+    done = subprocess.run([*args, "--resume"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    final = json.loads(done.stdout.strip().splitlines()[-1])
+    run_id = (ckpt / "mlflow_run_id").read_text().strip()
+    assert final["mlflow_run_id"] == run_id and final["epoch"] == 4
+    client = MlflowClient(tracking_uri=uri)
+    assert [m.step for m in client.get_metric_history(run_id, "epoch")] == [1, 2, 3, 4]
+    assert client.get_run(run_id).info.status == "FINISHED"
+
+
+def test_resume_with_changed_flags_is_refused(capsys, tmp_path):
+    ckpt = str(tmp_path / "ckpt")
+    assert run(capsys, "train", *TINY, "--epochs", "1", "--no-track", "--json", "--checkpoint-dir", ckpt)[0] == 0
+    code, _, err = run(capsys, "train", *TINY, "--epochs", "2", "--no-track", "--checkpoint-dir", ckpt, "--resume")
+    assert code == 2 and "train.epochs=1 (now 2)" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--dataset", "cifar10", "--root", "/no/such/folder"], "/no/such/folder"),
+        (["--dataset", "nope"], "dataset"),
+        (["--heads", "3"], "heads"),
+        (["--resolution", "18"], "patch"),
+        (["--resume"], "--resume"),
+        (["--epochs", "zero"], "--epochs"),
+        (["--no-such-flag"], "--no-such-flag"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, args, expected):
+    code, _, err = run(capsys, "train", *TINY, "--epochs", "1", "--no-track", *args)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and expected in lines[0], err
+    assert "Traceback" not in err
+
+
+def test_existing_checkpoint_is_not_overwritten_without_resume(capsys, tmp_path):
+    ckpt = tmp_path / "ckpt"
+    assert run(capsys, "train", *TINY, "--epochs", "1", "--no-track", "--json", "--checkpoint-dir", str(ckpt))[0] == 0
+    before = (ckpt / "checkpoint.pt").read_bytes()
+    code, _, err = run(capsys, "train", *TINY, "--epochs", "1", "--no-track", "--checkpoint-dir", str(ckpt))
+    assert code == 2 and "--resume" in err
+    assert (ckpt / "checkpoint.pt").read_bytes() == before
