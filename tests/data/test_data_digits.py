@@ -15,7 +15,7 @@ def test_digits_bundle():
     assert bundle.train_images.dtype == torch.uint8 and bundle.train_images.shape[1:] == (1, 8, 8)
     assert bundle.train_images.shape[0] + bundle.val_images.shape[0] == 1797
     assert int(bundle.train_images.max()) == 255  # 16 -> 255
-    assert bundle.hflip is False and bundle.crop_padding == 1
+    assert bundle.hflip is False and bundle.crop_padding == 0
     assert bundle.class_names == [str(d) for d in range(10)]
 
 

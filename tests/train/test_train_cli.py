@@ -45,7 +45,7 @@ def test_killed_run_resumes_in_the_same_mlflow_run(tmp_path):
     """SIGKILL `vitscale train` after its first checkpoint, then --resume: epochs 1..N once each."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     ckpt = tmp_path / "ckpt"
-    args = [sys.executable, "-m", "vitscale", "train", "--mixer", "attention", "--width", "32", "--depth", "2",
+    args = [sys.executable, "-m", "vitscale", "train", "--mixer", "attention", "--width", "16", "--depth", "1",
             "--heads", "2", "--patch-size", "4", "--resolution", "32", "--batch-size", "32", "--epochs", "4",
             "--tracking-uri", uri, "--checkpoint-dir", str(ckpt), "--json"]
     first = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -27,5 +27,5 @@ def load_digits(config: DataConfig) -> Source:
         val_labels=labels[val_idx],
         class_names=[str(d) for d in range(10)],
         hflip=False,  # a mirrored 2, 3, 7 or 9 is no digit
-        crop_padding=1,  # 1 of 8 pixels: the same share as CIFAR's 4 of 32
+        crop_padding=0,  # a 1-pixel shift of an 8x8 digit costs ~30 points of top-1 in 20 epochs
     )
