@@ -16,7 +16,7 @@ def _records(config):
     out = []
     for point, ips, mem in zip(config.configurations(), (100.0, 50.0, 300.0), (400.0, 900.0, 380.0), strict=True):
         r = rec.blank_record(config, point, "cpu")
-        r.update(status="ok", images_per_second=ips, latency_ms=2000.0 / ips, peak_memory_mb=mem,
+        r.update(status="ok", images_per_second=ips, latency_ms=2000.0 / ips, cpu_ms=1000.0 / ips, peak_memory_mb=mem,
                  baseline_memory_mb=300.0, memory_kind="process_peak_rss", flops_per_image=1e6, params=1000,
                  latencies_ms=[1.0, 2.0])
         out.append(r)
@@ -53,8 +53,10 @@ def test_ratios_against_every_backend_and_failed_baselines(tiny_config):
     rows = {r["baseline"]: r for r in ratios(records)}
     assert set(rows) == {"attention/sdpa", "attention/math"}
     assert rows["attention/sdpa"]["throughput"] == pytest.approx(3.0)
+    assert rows["attention/sdpa"]["throughput_cpu"] == pytest.approx(3.0)
     assert rows["attention/sdpa"]["memory"] == pytest.approx(380 / 400)
     assert rows["attention/sdpa"]["memory_above_idle"] == pytest.approx(80 / 100)
     assert rows["attention/math"]["throughput"] is None  # the baseline ran out of memory
     [table] = tables(records)
-    assert table.row_count == 3 and "thr ÷sdpa" in [c.header for c in table.columns]
+    headers = [c.header for c in table.columns]
+    assert table.row_count == 3 and {"thr ÷sdpa", "cpu-thr ÷math", "mem ÷math", "cpu ms"} <= set(headers)

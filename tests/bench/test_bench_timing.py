@@ -12,11 +12,20 @@ from vitscale.bench.timing import summarise, time_iterations
 
 
 def test_warmup_iterations_are_run_but_not_timed():
-    calls, syncs = [], []
-    times = time_iterations(lambda: calls.append(1), warmup=3, repeats=5, synchronize=lambda: syncs.append(1))
-    assert len(calls) == 8 and len(times) == 5
+    calls, syncs, cpu = [], [], []
+    times = time_iterations(lambda: calls.append(1), warmup=3, repeats=5, synchronize=lambda: syncs.append(1),
+                            cpu_times=cpu)
+    assert len(calls) == 8 and len(times) == len(cpu) == 5
     assert len(syncs) == 1 + 5  # once after warmup, once after every timed iteration
-    assert all(t >= 0 for t in times)
+    assert all(t >= 0 for t in times + cpu)
+
+
+def test_cpu_time_leaves_out_waiting():
+    import time
+
+    cpu = []
+    [wall] = time_iterations(lambda: time.sleep(0.05), warmup=0, repeats=1, synchronize=lambda: None, cpu_times=cpu)
+    assert wall >= 0.05 and cpu[0] < 0.02
 
 
 def test_zero_warmup_and_the_median():
@@ -48,6 +57,7 @@ def test_a_configuration_runs_one_counting_forward_then_warmup_plus_repeats(
     assert record["latency_ms"] == pytest.approx(statistics.median(record["latencies_ms"]))
     assert record["images_per_second"] == pytest.approx(config.batch_size / (record["latency_ms"] / 1e3))
     assert record["params"] == 3 * 5 + 5 and record["threads"] == 1
+    assert record["cpu_ms"] is not None and record["cpu_ms"] >= 0
     assert record["peak_memory_mb"] is None  # in-process on CPU: no per-configuration peak
     if mode == "train":  # AdamW stepped: the weights moved from the seeded initialisation
         assert not torch.equal(models[0].head.weight.detach(), before)

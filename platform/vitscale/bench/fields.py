@@ -18,7 +18,7 @@ from typing import Any
 from vitscale.bench.records import series
 from vitscale.tracking.layout import BENCH_METRICS
 
-EXTRA_METRICS = ("baseline_memory_mb",)
+EXTRA_METRICS = ("baseline_memory_mb", "cpu_ms")
 
 
 def bench_params(config, point: Mapping[str, Any], seed: int | None = None) -> dict[str, Any]:

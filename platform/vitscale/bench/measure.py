@@ -9,6 +9,7 @@ out-of-memory becomes status `oom`, anything else `error` with its first line.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -92,7 +93,7 @@ def measure_configuration(
         record["error"] = f"{type(exc).__name__}: {lines[0] if lines else ''}"[:500]
     if failure:
         record["status"] = failure
-        for key in ("images_per_second", "latency_ms", "latencies_ms"):
+        for key in ("images_per_second", "latency_ms", "latencies_ms", "cpu_ms"):
             record[key] = None
     release(dev)  # outside the except block: the traceback no longer pins the tensors
     return record
@@ -119,12 +120,15 @@ def _measure(record, config, point, dev, build_model, process_rss) -> None:
         step = inference_step(runner, images, dev, config.dtype)
     if dev.type == "cuda":
         record["baseline_memory_mb"] = cuda_reset(dev)
-    times = time_iterations(step, effective_warmup(config), config.repeats, synchronizer(dev))
+    cpu_times: list[float] = []
+    times = time_iterations(step, effective_warmup(config), config.repeats, synchronizer(dev), cpu_times)
     if dev.type == "cuda":
         record["peak_memory_mb"], record["memory_kind"] = cuda_peak_mb(dev), "cuda_max_allocated"
     elif process_rss:
         record["peak_memory_mb"], record["memory_kind"] = own_peak_rss_mb(), "process_peak_rss"
     record.update(summarise(times, config.batch_size))
     record["latencies_ms"] = [1e3 * t for t in times]
+    if dev.type == "cpu":
+        record["cpu_ms"] = 1e3 * statistics.median(cpu_times)
     nfe = getattr(model, "last_nfe", None)
     record["nfe"] = int(nfe) if nfe is not None else None

@@ -41,6 +41,7 @@ SCHEMA = pa.schema(
         ("compile", pa.bool_()),
         ("images_per_second", pa.float64()),  # batch_size / median latency
         ("latency_ms", pa.float64()),  # median time of one batch
+        ("cpu_ms", pa.float64()),  # CPU runs: median process CPU time of one batch (see timing)
         ("peak_memory_mb", pa.float64()),
         ("baseline_memory_mb", pa.float64()),
         ("memory_kind", pa.string()),  # cuda_max_allocated | process_peak_rss

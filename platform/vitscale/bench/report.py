@@ -25,8 +25,9 @@ def _ok(record: Mapping[str, Any] | None, key: str) -> float | None:
 def ratios(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Candidate / baseline per regime x resolution, for every non-attention x attention series.
 
-    throughput: images/s ratio (> 1: the candidate is faster); memory: peak ratio (< 1: it
-    needs less); memory_above_idle: the same for peak minus the idle baseline (CPU records).
+    throughput: images/s ratio (> 1: the candidate is faster); throughput_cpu: the same from
+    process CPU time per batch (CPU records; steadier on a shared machine); memory: peak ratio
+    (< 1: it needs less); memory_above_idle: the same for peak minus the idle baseline (CPU).
     """
     cells: dict[tuple, dict[str, Mapping[str, Any]]] = {}
     for r in records:
@@ -41,6 +42,7 @@ def ratios(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                     continue
                 row = {"regime": regime, "resolution": resolution, "candidate": cand, "baseline": base}
                 row["throughput"] = _div(_ok(c, "images_per_second"), _ok(b, "images_per_second"))
+                row["throughput_cpu"] = _div(_ok(b, "cpu_ms"), _ok(c, "cpu_ms"))  # batch sizes match
                 row["memory"] = _div(_ok(c, "peak_memory_mb"), _ok(b, "peak_memory_mb"))
                 idle_c, idle_b = _ok(c, "baseline_memory_mb"), _ok(b, "baseline_memory_mb")
                 above_c = _ok(c, "peak_memory_mb") - idle_c if idle_c and _ok(c, "peak_memory_mb") else None
@@ -81,10 +83,14 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
         title = (f"{regime} · batch {first['batch_size']} · {first['mode']} · {first['dtype']} · "
                  f"{first['device']}{' · compiled' if first['compile'] else ''}")
         table = Table(title=title, title_justify="left")
-        for col in ("px", "tokens", "series", "NFE", "GFLOP/img", "img/s", "ms/batch", "peak MB"):
+        cpu = any(r.get("cpu_ms") is not None for r in rows)
+        for col in ("px", "tokens", "series", "NFE", "GFLOP/img", "img/s", "ms/batch", *(["cpu ms"] * cpu),
+                    "peak MB"):
             table.add_column(col, justify="left" if col == "series" else "right")
         for base in bases:
             table.add_column(f"thr ÷{_short(base)}", justify="right")
+            if cpu:
+                table.add_column(f"cpu-thr ÷{_short(base)}", justify="right")
             table.add_column(f"mem ÷{_short(base)}", justify="right")
         resolutions = sorted({r["resolution"] for r in rows})
         for i, res in enumerate(resolutions):
@@ -97,10 +103,12 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
                           str(r["nfe"]) if r.get("nfe") is not None else "—",
                           f"{flops / 1e9:.3g}" if flops else "—",
                           _fmt(_ok(r, "images_per_second")) if ok else f"[red]{r['status']}[/red]",
-                          _fmt(_ok(r, "latency_ms")), _fmt(_ok(r, "peak_memory_mb"), 0)]
+                          _fmt(_ok(r, "latency_ms")), *([_fmt(_ok(r, "cpu_ms"))] * cpu),
+                          _fmt(_ok(r, "peak_memory_mb"), 0)]
                 for base in bases:
                     row = by_key.get((regime, res, series(r), base))
-                    values += [_ratio(row["throughput"]), _ratio(row["memory"])] if row else ["", ""]
+                    keys = ("throughput", "throughput_cpu", "memory") if cpu else ("throughput", "memory")
+                    values += [_ratio(row[k]) for k in keys] if row else [""] * len(keys)
                 table.add_row(*values, end_section=j == len(cell) - 1 and i < len(resolutions) - 1)
         out.append(table)
     return out
@@ -121,6 +129,9 @@ def footnotes(records: Sequence[Mapping[str, Any]]) -> list[str]:
         notes.append("peak MB = torch.cuda.max_memory_allocated (weights, inputs and activations)")
     notes.append("thr ÷X: candidate images/s ÷ attention/X images/s (>1: faster); "
                  "mem ÷X: candidate peak ÷ attention/X peak (<1: leaner)")
+    if any(r.get("cpu_ms") is not None for r in records):
+        notes.append("cpu ms: process CPU time per batch (user+sys, all threads); cpu-thr ÷X: attention/X "
+                     "cpu ms ÷ candidate cpu ms — leaves out time spent descheduled on a shared machine")
     for r in records:
         if r["status"] != "ok":
             notes.append(f"{series(r)} {r['regime']} {r['resolution']}: {r['status']}: {r.get('error') or ''}")

@@ -4,6 +4,12 @@ Timing follows timm's benchmark: `warmup` untimed iterations (allocator, cuDNN/o
 autotuning, torch.compile), then `repeats` timed ones; on CUDA the device is synchronised
 before the clock starts and before it stops, so each sample is the whole iteration's device
 time. The median is reported (robust to a stray slow sample on a shared machine).
+
+On CPU the process CPU time of each iteration (user + system, all threads) is kept beside
+the wall time: on a machine shared with other work, a single-threaded run's CPU time leaves
+out the time it spent descheduled, so CPU-time ratios between mixers are far steadier than
+wall-clock ones (caches and memory bandwidth are still shared). With several threads it is
+their sum, not a latency.
 """
 
 from __future__ import annotations
@@ -35,18 +41,28 @@ def precision(device: torch.device, dtype: str) -> contextlib.AbstractContextMan
 
 
 def time_iterations(
-    step: Callable[[], object], warmup: int, repeats: int, synchronize: Callable[[], None]
+    step: Callable[[], object],
+    warmup: int,
+    repeats: int,
+    synchronize: Callable[[], None],
+    cpu_times: list[float] | None = None,
 ) -> list[float]:
-    """Run `step` warmup + repeats times; return the seconds of each timed iteration."""
+    """Run `step` warmup + repeats times; return the wall seconds of each timed iteration.
+
+    cpu_times: if given, the process CPU seconds of each timed iteration are appended to it.
+    """
     for _ in range(warmup):
         step()
     synchronize()
     times = []
     for _ in range(repeats):
+        cpu = time.process_time()
         start = time.perf_counter()
         step()
         synchronize()
         times.append(time.perf_counter() - start)
+        if cpu_times is not None:
+            cpu_times.append(time.process_time() - cpu)
     return times
 
 

@@ -23,15 +23,16 @@ The operator is applied as two batched matmuls, never as an N x N matrix:
   1. rows:    u[h, (i, k), (j, b, d)] = sum_i' A_rows[h,k,i,i'] v[h, i', (j, b, d)]
   2. columns: y[h, i, j, (b, d)]      = sum_(k, j') w[h,k] A_cols[h,k,j,j'] u[h, i, (k, j'), (b, d)]
 The mixture is not separable (sum_k w_k A_k ⊗ B_k is not one Kronecker product for K > 1),
-so the K row-filtered copies u are needed; the cheapest exact order is the one above:
-2·K·N·(H + W)·C FLOPs per image, and step 1 orders its rows (i, k) so that step 2
-contracts the adjacent pair (k, j') in one GEMM with the mixture weights folded into the
-column kernel. Copies of the activations: the permute into the head-major layout, and one
-strided write of the result into the (B, P + N, C) buffer that also receives the prefix
-rows (no torch.cat). A GEMM cannot put heads outermost and head channels innermost at
-once, so some copy is unavoidable; the other candidates (permuting u, K times larger, or
-broadcasting activations over heads) move more bytes. Step 2 broadcasts the column kernel
-over rows (heads·H·W·K·W elements, independent of the batch).
+so the K row-filtered copies u are needed. Rows first or columns first, an exact separable
+application costs 2·K·N·(H + W)·C FLOPs per image (an N x N operator: 2·N²·C); step 1
+orders its rows (i, k) so that step 2 contracts the adjacent pair (k, j') in one GEMM with
+the mixture weights folded into the column kernel. Copies of the activations: the permute
+into the head-major layout, and one strided write of the result into the (B, P + N, C)
+buffer that also receives the prefix rows (no torch.cat). A GEMM cannot put heads outermost
+and head channels innermost at once, so some copy is unavoidable; the other candidates
+(permuting u, K times larger, or broadcasting activations over heads) move more bytes.
+Step 2 broadcasts the column kernel over rows (heads·H·W·K·W elements, independent of the
+batch).
 
 Without autograd (eval, inference) the kernels are cached per grid, dtype and parameter
 version, so looped and ODE models, which call one mixer depth or NFE times, build them
