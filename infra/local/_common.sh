@@ -124,12 +124,13 @@ stop_processes() {
 }
 
 # cluster_pids DIR / cluster_sids DIR: the processes (session ids) of the Ray cluster whose temp dir
-# is DIR. Ray passes its session dir as `--flag=DIR/session_...` (gcs_server, raylet, dashboard,
-# monitors), which is what is matched, so e.g. a `tail DIR/session_latest/...` does not count.
+# is DIR (worker nodes use DIR/wN). Ray passes its session dir as `--flag=DIR/session_...` or
+# `--flag=DIR/wN/session_...` (gcs_server, raylet, dashboard, monitors), which is what is matched
+# (a `=DIR/` prefix), so e.g. a `tail DIR/session_latest/...` does not count.
 # The pattern goes through the environment: in awk's own arguments it would match awk itself.
 cluster_pids() {
-    ps -eo pid=,args= | VITSCALE_PAT="=$1/session_" awk 'index($0, ENVIRON["VITSCALE_PAT"]) { print $1 }'
+    ps -eo pid=,args= | VITSCALE_PAT="=$1/" awk 'index($0, ENVIRON["VITSCALE_PAT"]) { print $1 }'
 }
 cluster_sids() {
-    ps -eo sid=,args= | VITSCALE_PAT="=$1/session_" awk 'index($0, ENVIRON["VITSCALE_PAT"]) { print $1 }' | sort -u
+    ps -eo sid=,args= | VITSCALE_PAT="=$1/" awk 'index($0, ENVIRON["VITSCALE_PAT"]) { print $1 }' | sort -u
 }

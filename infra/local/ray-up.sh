@@ -57,6 +57,9 @@ done
 
 PY=$(find_bin python)
 RAY=$(find_bin ray)
+# Jobs submitted to this cluster (`vitscale study submit`) run their entrypoint with the
+# raylet's PATH: put this venv first so `vitscale` and `python` are the ones Ray runs from.
+export PATH="$(dirname "$RAY"):$PATH"
 command -v setsid >/dev/null || die "'setsid' (util-linux) is required to start Ray in its own session"
 [[ $AUTH == disabled || $AUTH == token ]] || die "--auth expects 'disabled' or 'token', got '$AUTH'"
 
@@ -130,7 +133,7 @@ start_node() {
     echo "==== ray start ($name)" >>"$UP_LOG"
     # `setsid -w` makes `timeout` (and so `ray start` and all it spawns) the leader of a new
     # session, forking first only if needed, and returns the exit status.
-    setsid -w timeout "$TIMEOUT" "$RAY" start "$@" --temp-dir "$TEMP_DIR" --node-ip-address 127.0.0.1 \
+    setsid -w timeout "$TIMEOUT" "$RAY" start "$@" --temp-dir "$NODE_TEMP_DIR" --node-ip-address 127.0.0.1 \
         --num-cpus "$CPUS" --disable-usage-stats ${OBJ_MB:+--object-store-memory $((OBJ_MB * 1024 * 1024))} \
         </dev/null >>"$UP_LOG" 2>&1 &
     pid=$!
@@ -149,12 +152,17 @@ start_node() {
 # Ray has no flag to change that (its agents and client server bind to that IP too). The dashboard
 # and job server are bound to 127.0.0.1, and 127.0.0.1:PORT is a valid address for Ray clients.
 RAY_CLIENT_PORT=$(free_port)
+NODE_TEMP_DIR=$TEMP_DIR
 start_node head --head --port "$PORT" --dashboard-host 127.0.0.1 --dashboard-port "$DASH_PORT" \
     --include-dashboard true --ray-client-server-port "$RAY_CLIENT_PORT" --dashboard-agent-listen-port 0
 for ((i = 1; i <= WORKERS; i++)); do
     # Ports of a worker node (node manager, object manager, agents, metrics) are left to Ray (0 =
     # any free port), so several raylets coexist on this host; only the agent's HTTP port has a
     # fixed default (52365) in `ray start`, hence 0 here.
+    # Each worker node gets its own temp dir, as separate machines would: nodes sharing one would
+    # also share runtime_resources/, and a worker node unpacking a job's working_dir there replaces
+    # the folder the job's driver (on the head) runs in.
+    NODE_TEMP_DIR=$TEMP_DIR/w$i
     start_node "worker $i" --address "$GCS_ADDRESS" --dashboard-agent-listen-port 0
 done
 

@@ -67,6 +67,16 @@ def _storage_root(spec, storage: str | None) -> Path:
     return Path(str(root).removeprefix("file://")).expanduser().resolve()
 
 
+def _absolute_data_root(spec):
+    """Trials run in their own folders (and on other nodes): a relative data root is the driver's."""
+    root = spec.trial.data.root
+    if root is None or "://" in root or Path(root).is_absolute():
+        return spec
+    data = spec.trial.data.model_copy(update={"root": str(Path(root).resolve())})
+    trial = spec.trial.model_copy(update={"data": data})
+    return spec.model_copy(update={"trial": trial})
+
+
 def run_study(
     spec,
     *,
@@ -82,6 +92,7 @@ def run_study(
 
     uri = tracking_uri or os.environ.get("VITSCALE_TRACKING_URI") or spec.tracking.uri
     store.check_tracking_uri(uri)
+    spec = _absolute_data_root(spec)
     directory = _storage_root(spec, storage) / spec.name / time.strftime("%Y%m%d-%H%M%S")
     while directory.exists():  # two executions within one second
         directory = directory.with_name(directory.name + "x")
