@@ -19,6 +19,7 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(BIN)/vitscale study run studies/quickstart.yaml
 	$(BIN)/vitscale analyze quickstart
+	@echo "MLflow UI: $(BIN)/vitscale ui   (then open http://127.0.0.1:5000)"
 
 test: setup
 	$(BIN)/python -m pytest -q tests

@@ -6,8 +6,7 @@ import json
 import time
 
 import pytest
-
-from conftest import REPO, child_runs, vitscale, write_study
+from study_helpers import REPO, child_runs, vitscale, write_study
 
 pytestmark = pytest.mark.slow
 

@@ -11,21 +11,20 @@ import time
 from collections import Counter
 
 import pytest
-
-from conftest import child_runs, cli_env, parent_runs, vitscale, write_study
+from study_helpers import child_runs, cli_env, parent_runs, vitscale, write_study
 
 pytestmark = pytest.mark.slow
 
 
-def test_grid_study_records_every_trial_and_a_diverging_one_fails_alone(workdir):
+def test_grid_study_records_every_trial_and_a_diverging_one_fails_alone(tmp_path):
     study = write_study(
-        workdir, "grid-tiny",
+        tmp_path, "grid-tiny",
         space={"model.mixer": {"grid": ["attention", "ssog"]}, "train.lr": {"grid": [3.0e-3, 1.0e30]}},
         search={"algorithm": "grid", "max_concurrent_trials": 2},
     )
-    uri = f"sqlite:///{workdir / 'mlflow.db'}"
-    proc = vitscale("study", "run", str(study), "--tracking-uri", uri, "--storage", str(workdir / "results"),
-                    "--num-cpus", "2", "--quiet", "--set", "trial.train.grad_clip=null", cwd=workdir)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    proc = vitscale("study", "run", str(study), "--tracking-uri", uri, "--storage", str(tmp_path / "results"),
+                    "--num-cpus", "2", "--quiet", "--set", "trial.train.grad_clip=null", cwd=tmp_path)
     assert "4 trials — 2 finished, 0 stopped early, 2 failed" in proc.stdout.replace("\n", " ")
 
     [parent] = parent_runs(uri, "grid-tiny")
@@ -53,9 +52,9 @@ def test_grid_study_records_every_trial_and_a_diverging_one_fails_alone(workdir)
     assert "spec.yaml" in artifacts
 
 
-def test_tpe_study_replicates_seeds_and_keeps_the_optuna_history(workdir):
+def test_tpe_study_replicates_seeds_and_keeps_the_optuna_history(tmp_path):
     study = write_study(
-        workdir, "tpe-tiny",
+        tmp_path, "tpe-tiny",
         space={
             "model.mixer": {"choice": ["attention", "ssog"]},
             "model.num_gaussians": {"int": [1, 4], "when": {"model.mixer": "ssog"}},
@@ -64,9 +63,9 @@ def test_tpe_study_replicates_seeds_and_keeps_the_optuna_history(workdir):
         search={"algorithm": "tpe", "num_samples": 3, "seeds": [0, 1], "max_concurrent_trials": 2},
         scheduler={"type": "asha", "grace_period": 1, "reduction_factor": 2},
     )
-    uri = f"sqlite:///{workdir / 'mlflow.db'}"
-    vitscale("study", "run", str(study), "--tracking-uri", uri, "--storage", str(workdir / "results"),
-             "--num-cpus", "2", "--quiet", cwd=workdir)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    vitscale("study", "run", str(study), "--tracking-uri", uri, "--storage", str(tmp_path / "results"),
+             "--num-cpus", "2", "--quiet", cwd=tmp_path)
     runs = child_runs(uri, "tpe-tiny")
     assert len(runs) == 6
     by_point = Counter(run.data.tags["vitscale.config_key"] for run in runs)
@@ -74,39 +73,39 @@ def test_tpe_study_replicates_seeds_and_keeps_the_optuna_history(workdir):
     for run in runs:
         if run.data.params["model.mixer"] == "attention":
             assert run.data.params["model.num_gaussians"] == "4"  # inactive: the base value
-    [db] = list((workdir / "results" / "tpe-tiny").glob("*/optuna.db"))
+    [db] = list((tmp_path / "results" / "tpe-tiny").glob("*/optuna.db"))
     with sqlite3.connect(db) as con:
         states = [row[0] for row in con.execute("select state from trials")]
     assert len(states) == 3 and all(s == "COMPLETE" for s in states)
 
 
-def test_preflight_refuses_a_gpu_trial_on_a_cpu_cluster(workdir):
-    study = write_study(workdir, "gpu-tiny")
-    proc = vitscale("study", "run", str(study), "--tracking-uri", f"sqlite:///{workdir / 'm.db'}",
-                    "--storage", str(workdir / "results"), "--set", "resources.gpu=1", "--num-cpus", "1",
-                    cwd=workdir, check=False)
+def test_preflight_refuses_a_gpu_trial_on_a_cpu_cluster(tmp_path):
+    study = write_study(tmp_path, "gpu-tiny")
+    proc = vitscale("study", "run", str(study), "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}",
+                    "--storage", str(tmp_path / "results"), "--set", "resources.gpu=1", "--num-cpus", "1",
+                    cwd=tmp_path, check=False)
     assert proc.returncode == 2
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "resources" in errors[0] and "1 GPU" in errors[0]
     assert "Traceback" not in proc.stderr
 
 
-def test_driver_killed_mid_study_then_resume_finishes_exactly_the_plan(workdir):
+def test_driver_killed_mid_study_then_resume_finishes_exactly_the_plan(tmp_path):
     study = write_study(
-        workdir, "resume-tiny",
+        tmp_path, "resume-tiny",
         space={"model.mixer": {"grid": ["attention", "ssog"]}, "model.regime": {"grid": ["discrete", "looped"]}},
         search={"algorithm": "grid", "max_concurrent_trials": 1},
     )
-    uri = f"sqlite:///{workdir / 'mlflow.db'}"
-    results = workdir / "results"
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    results = tmp_path / "results"
     command = [sys.executable, "-m", "vitscale", "study", "run", str(study), "--tracking-uri", uri,
                "--storage", str(results), "--num-cpus", "1", "--quiet", "--set", "trial.train.epochs=3"]
-    driver = subprocess.Popen(command, cwd=workdir, env=cli_env(), stdout=subprocess.DEVNULL,
+    driver = subprocess.Popen(command, cwd=tmp_path, env=cli_env(), stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.time() + 300
         while time.time() < deadline:
-            if (workdir / "mlflow.db").exists() and _finished(uri, "resume-tiny") >= 1:
+            if (tmp_path / "mlflow.db").exists() and _finished(uri, "resume-tiny") >= 1:
                 break
             assert driver.poll() is None, "the study ended before it could be killed"
             time.sleep(1)
@@ -118,7 +117,7 @@ def test_driver_killed_mid_study_then_resume_finishes_exactly_the_plan(workdir):
     assert _finished(uri, "resume-tiny") < 4
 
     proc = vitscale("study", "resume", "resume-tiny", "--storage", str(results), "--num-cpus", "1", "--quiet",
-                    cwd=workdir)
+                    cwd=tmp_path)
     assert "4 finished" in proc.stdout
     runs = child_runs(uri, "resume-tiny")
     finished = [r for r in runs if r.data.tags["vitscale.status"] == "FINISHED"]

@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -67,8 +66,3 @@ def parent_runs(tracking_uri: str, study: str) -> list:
         [experiment.experiment_id], filter_string="tags.`vitscale.role` = 'study'", max_results=100
     )
 
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    """A project-like folder: studies, SQLite store and Ray results all inside tmp."""
-    return tmp_path
