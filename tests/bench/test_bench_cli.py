@@ -46,7 +46,8 @@ def test_a_sweep_prints_json_writes_parquet_and_logs_mlflow(tmp_path, capsys):
     [record] = json.loads(captured.out)
     assert record["status"] == "ok", record["error"]
     assert record["mixer"] == "ssog" and record["regime"] == "looped" and record["device"] == "cpu"
-    assert record["memory_kind"] == "process_peak_rss"
+    assert record["memory_kind"] == "process_peak_rss" and record["timing"] == "interleaved"
+    assert record["repeats"] == 1 and len(record["latencies_ms"]) == 1
     assert record["peak_memory_mb"] > record["baseline_memory_mb"] > 0
     assert pq.read_table(out).num_rows == 1
     assert "vitscale analyze cli-bench" in captured.err.replace("\n", " ")

@@ -95,3 +95,26 @@ def test_same_inputs_for_every_mixer(tiny_config, monkeypatch):
         measure.measure_configuration(config, point, build_model=Spy)
     assert len(seen) == 2 * 3  # (counting forward + 1 timed) x (sdpa, math, ssog)
     assert all(torch.equal(s, seen[0]) for s in seen)
+
+
+def test_interleaved_timing_is_round_robin_and_a_failing_model_drops_out(tiny_config, counting_model):
+    log = []
+
+    class Logged(counting_model):
+        def forward(self, images):
+            log.append(self.name)
+            return super().forward(images)
+
+    def build(cfg):
+        model = Logged(cfg.num_classes, fail_with=MemoryError() if cfg.attention_backend == "math" else None)
+        model.name = cfg.attention_backend if cfg.mixer == "attention" else cfg.mixer
+        return model
+
+    config = tiny_config(warmup=1, repeats=3)
+    records = measure.measure_interleaved(config, config.configurations(), build_model=build)
+    assert [r["status"] for r in records] == ["ok", "oom", "ok"]
+    assert records[1]["error"].startswith("MemoryError") and records[1]["images_per_second"] is None
+    # counting forwards (math fails in its own), warmups, then 3 rounds starting one model later each time
+    assert log == ["sdpa", "math", "ssog", "sdpa", "ssog", "sdpa", "ssog", "ssog", "sdpa", "sdpa", "ssog"]
+    for r in (records[0], records[2]):
+        assert r["timing"] == "interleaved" and len(r["latencies_ms"]) == 3 and r["cpu_ms"] >= 0

@@ -70,3 +70,11 @@ def run_isolated(
     status, _, message = reason.partition(": ")
     record.update(status=status, error=message)
     return record
+
+
+def run_isolated_cell(
+    config, points: list[Mapping[str, Any]], device: str = "cpu", timeout: float | None = None
+) -> tuple[list[dict[str, Any]] | None, str]:
+    """Round-robin timing of `points` in one fresh worker: (records, "") or (None, reason)."""
+    request = {"config": config.model_dump(mode="json"), "cell": [dict(p) for p in points], "device": device}
+    return _call(request, config.threads, timeout)

@@ -62,6 +62,27 @@ def effective_warmup(config) -> int:
     return max(config.warmup, 1) if config.compile else config.warmup
 
 
+TIMING_KEYS = ("images_per_second", "latency_ms", "latencies_ms", "cpu_ms")
+
+
+def _start(config, point: Mapping[str, Any], dev: torch.device) -> dict[str, Any]:
+    record = blank_record(config, point, dev.type)
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    record["threads"] = torch.get_num_threads()
+    record["warmup"] = effective_warmup(config)
+    return record
+
+
+def _fail(record: dict[str, Any], exc: BaseException) -> None:
+    """Status `oom` or `error` with the exception's first line; no timing is reported."""
+    lines = str(exc).strip().splitlines()
+    record["status"] = "oom" if is_oom(exc) else "error"
+    record["error"] = f"{type(exc).__name__}: {lines[0] if lines else ''}"[:500]
+    for key in TIMING_KEYS:
+        record[key] = None
+
+
 def measure_configuration(
     config,
     point: Mapping[str, Any],
@@ -78,28 +99,74 @@ def measure_configuration(
     build_model: ModelConfig -> module (default `vitscale.models.build`, looked up per call).
     """
     dev = torch.device(device or resolve_device(config.device))
-    record = blank_record(config, point, dev.type)
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    record["threads"] = torch.get_num_threads()
-    record["warmup"] = effective_warmup(config)
-    failure: str | None = None
+    record = _start(config, point, dev)
     try:
-        _measure(record, config, point, dev, build_model or build, process_rss)
-        record["status"] = "ok"
+        model, step = _prepare(record, config, point, dev, build_model or build)
+        if dev.type == "cuda":
+            record["baseline_memory_mb"] = cuda_reset(dev)
+        cpu_times: list[float] = []
+        times = time_iterations(step, effective_warmup(config), config.repeats, synchronizer(dev), cpu_times)
+        if dev.type == "cuda":
+            record["peak_memory_mb"], record["memory_kind"] = cuda_peak_mb(dev), "cuda_max_allocated"
+        elif process_rss:
+            record["peak_memory_mb"], record["memory_kind"] = own_peak_rss_mb(), "process_peak_rss"
+        _finish(record, config, model, times, cpu_times, dev)
+        record["timing"] = "sequential"
+        del model, step
     except Exception as exc:  # one configuration fails, the sweep goes on
-        failure = "oom" if is_oom(exc) else "error"
-        lines = str(exc).strip().splitlines()
-        record["error"] = f"{type(exc).__name__}: {lines[0] if lines else ''}"[:500]
-    if failure:
-        record["status"] = failure
-        for key in ("images_per_second", "latency_ms", "latencies_ms", "cpu_ms"):
-            record[key] = None
+        _fail(record, exc)
     release(dev)  # outside the except block: the traceback no longer pins the tensors
     return record
 
 
-def _measure(record, config, point, dev, build_model, process_rss) -> None:
+def measure_interleaved(
+    config,
+    points: list[Mapping[str, Any]],
+    *,
+    device: str | None = None,
+    count_flops: bool = True,
+    build_model: Callable[[ModelConfig], nn.Module] | None = None,
+) -> list[dict[str, Any]]:
+    """Time several configurations round-robin in this process: every model is built, each is
+    warmed up, then repetition r times one iteration of each, starting at the r-th model.
+
+    The configurations compared see the same machine load, which a shared CPU makes the only
+    honest way to take their ratios. Peak memory is not measured here (all models live in
+    one process); take it from one isolated run per configuration.
+    """
+    dev = torch.device(device or resolve_device(config.device))
+    records, live = [], []
+    for point in points:
+        record = _start(config, point, dev)
+        records.append(record)
+        try:
+            live.append([record, *_prepare(record, config, point, dev, build_model or build, count_flops), [], []])
+        except Exception as exc:
+            _fail(record, exc)
+    sync = synchronizer(dev)
+
+    def attempt(entry, fn) -> None:
+        try:
+            fn(entry)
+        except Exception as exc:
+            _fail(entry[0], exc)
+            live.remove(entry)
+
+    for entry in list(live):
+        attempt(entry, lambda e: time_iterations(e[2], effective_warmup(config), 0, sync))
+    for rep in range(config.repeats):
+        for entry in live[rep % len(live):] + live[: rep % len(live)] if live else []:
+            attempt(entry, lambda e: e[3].extend(time_iterations(e[2], 0, 1, sync, e[4])))
+    for record, model, _, times, cpu_times in live:
+        _finish(record, config, model, times, cpu_times, dev)
+        record["timing"] = "interleaved"
+    live.clear()
+    release(dev)
+    return records
+
+
+def _prepare(record, config, point, dev, build_model, count_flops: bool = True):
+    """(model, step): the seeded model on `dev`, its inputs, FLOPs counted, one iteration's closure."""
     torch.manual_seed(config.seed)
     model = build_model(model_config(config, point)).to(dev)
     record["params"] = count_params(model)
@@ -107,26 +174,19 @@ def _measure(record, config, point, dev, build_model, process_rss) -> None:
     side = int(point["resolution"])
     images = torch.randn(config.batch_size, 3, side, side, generator=gen).to(dev)
     labels = torch.randint(0, config.num_classes, (config.batch_size,), generator=gen).to(dev)
-
-    model.eval()
-    with torch.inference_mode(), precision(dev, config.dtype), flop_counter() as counter:
-        model(images)
-    record["flops_per_image"] = counter.get_total_flops() / config.batch_size
-
+    if count_flops:
+        model.eval()
+        with torch.inference_mode(), precision(dev, config.dtype), flop_counter() as counter:
+            model(images)
+        record["flops_per_image"] = counter.get_total_flops() / config.batch_size
     runner = torch.compile(model) if config.compile else model
     if config.mode == "train":
-        step = train_step(runner, images, labels, dev, config.dtype)
-    else:
-        step = inference_step(runner, images, dev, config.dtype)
-    if dev.type == "cuda":
-        record["baseline_memory_mb"] = cuda_reset(dev)
-    cpu_times: list[float] = []
-    times = time_iterations(step, effective_warmup(config), config.repeats, synchronizer(dev), cpu_times)
-    if dev.type == "cuda":
-        record["peak_memory_mb"], record["memory_kind"] = cuda_peak_mb(dev), "cuda_max_allocated"
-    elif process_rss:
-        record["peak_memory_mb"], record["memory_kind"] = own_peak_rss_mb(), "process_peak_rss"
-    record.update(summarise(times, config.batch_size))
+        return model, train_step(runner, images, labels, dev, config.dtype)
+    return model, inference_step(runner, images, dev, config.dtype)
+
+
+def _finish(record, config, model, times: list[float], cpu_times: list[float], dev) -> None:
+    record.update(summarise(times, config.batch_size), status="ok")
     record["latencies_ms"] = [1e3 * t for t in times]
     if dev.type == "cpu":
         record["cpu_ms"] = 1e3 * statistics.median(cpu_times)

@@ -61,6 +61,7 @@ SCHEMA = pa.schema(
         ("repeats", pa.int64()),
         ("threads", pa.int64()),  # CPU intra-op threads used
         ("latencies_ms", pa.list_(pa.float64())),  # every timed iteration, in order
+        ("timing", pa.string()),  # sequential | interleaved (round-robin with its cell, see measure)
     ]
 )
 FIELDS = tuple(SCHEMA.names)

@@ -86,7 +86,7 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
         cpu = any(r.get("cpu_ms") is not None for r in rows)
         for col in ("px", "tokens", "series", "NFE", "GFLOP/img", "img/s", "ms/batch", *(["cpu ms"] * cpu),
                     "peak MB"):
-            table.add_column(col, justify="left" if col == "series" else "right")
+            table.add_column(col, justify="left" if col == "series" else "right", no_wrap=col == "series")
         for base in bases:
             table.add_column(f"thr ÷{_short(base)}", justify="right")
             if cpu:

@@ -1,9 +1,13 @@
-"""`run_benchmark`: every configuration of a BenchmarkConfig, measured one after another.
+"""`run_benchmark`: every configuration of a BenchmarkConfig, cell by cell.
 
-Configurations run in `BenchmarkConfig.configurations()` order (regime, resolution, mixer,
-backend), so the mixers being compared are measured back to back under the same machine load.
-On CPU each one runs in its own subprocess (peak RSS per configuration, see `isolate`); on
-CUDA in this process, where the allocator's counters are per configuration already.
+A cell is one regime x resolution: the configurations whose ratios the table reports. They run
+in `BenchmarkConfig.configurations()` order. On CUDA each is measured in this process, one
+after another (the allocator's counters are per configuration, and a GPU is not shared).
+On CPU each configuration first runs alone in a fresh subprocess for its peak RSS (one
+iteration, see `isolate`), then the cell's configurations are timed together in one more
+subprocess, round-robin (`measure.measure_interleaved`): on a machine shared with other work
+the load changes from minute to minute, and only iterations interleaved with each other see
+the same load, so only they give honest ratios.
 """
 
 from __future__ import annotations
@@ -14,8 +18,14 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from vitscale.bench.isolate import idle_baseline_mb, run_isolated
-from vitscale.bench.measure import measure_configuration, resolve_device
+from vitscale.bench.isolate import idle_baseline_mb, run_isolated, run_isolated_cell
+from vitscale.bench.measure import (
+    TIMING_KEYS,
+    effective_warmup,
+    measure_configuration,
+    measure_interleaved,
+    resolve_device,
+)
 from vitscale.bench.records import series
 
 
@@ -24,21 +34,54 @@ def label(point: dict[str, Any]) -> str:
     return f"{series(point)} {point['regime']} {point['resolution']}"
 
 
+def cells(points: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Consecutive configurations of one regime x resolution."""
+    out: list[list[dict[str, Any]]] = []
+    for point in points:
+        if out and (out[-1][0]["regime"], out[-1][0]["resolution"]) == (point["regime"], point["resolution"]):
+            out[-1].append(point)
+        else:
+            out.append([point])
+    return out
+
+
+def measure_cell_isolated(config, cell: list[dict[str, Any]], device: str = "cpu") -> list[dict[str, Any]]:
+    """Peak memory of each configuration alone, then their timing round-robin in one worker."""
+    alone = config.model_copy(update={"warmup": 0, "repeats": 1})
+    records = [run_isolated(alone, point, device) for point in cell]
+    ok = [i for i, r in enumerate(records) if r["status"] == "ok"]
+    timed, reason = run_isolated_cell(config, [cell[i] for i in ok], device) if ok else ([], "")
+    for i, record in enumerate(records):
+        record["warmup"], record["repeats"] = effective_warmup(config), config.repeats
+        if i not in ok:
+            continue
+        t = timed[ok.index(i)] if timed is not None else None
+        if t is not None and t["status"] == "ok":
+            record.update({k: t[k] for k in (*TIMING_KEYS, "timing", "nfe")})
+        else:  # keep the one iteration of the memory run, and say why
+            record.update(timing="single", warmup=0, repeats=1)
+            record["error"] = f"interleaved timing failed: {(t or {}).get('error') or reason}"
+    return records
+
+
 def run_benchmark(
     config,
     progress: bool = True,
     *,
     isolate: bool | None = None,
+    interleave: bool | None = None,
     console: Console | None = None,
     on_record: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Measure every configuration; return one record per configuration (see `records`).
 
-    isolate: one subprocess per configuration (default: on CPU, where it is how peak memory
-    is measured). An `oom` or `error` configuration is recorded and the sweep goes on.
+    isolate: one subprocess per configuration for its peak memory (default: on CPU).
+    interleave: time each cell's configurations round-robin (default: on CPU). An `oom` or
+    `error` configuration is recorded and the sweep goes on.
     """
     device = resolve_device(config.device)
     isolate = device == "cpu" if isolate is None else isolate
+    interleave = device == "cpu" if interleave is None else interleave
     points = config.configurations()
     console = console or Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -46,16 +89,21 @@ def run_benchmark(
     with Progress(*columns, console=console, transient=True, disable=not progress) as bar:
         task = bar.add_task("bench: idle baseline" if isolate else "bench", total=len(points))
         baseline = idle_baseline_mb(config.threads) if isolate and device == "cpu" else None
-        for point in points:
-            bar.update(task, description=f"bench: {label(point)}")
-            if isolate:
-                record = run_isolated(config, point, device)
+        for cell in cells(points):
+            bar.update(task, description=f"bench: {cell[0]['regime']} {cell[0]['resolution']}")
+            if interleave and isolate:
+                measured = measure_cell_isolated(config, cell, device)
+            elif interleave:
+                measured = measure_interleaved(config, cell, device=device)
+            elif isolate:
+                measured = [run_isolated(config, point, device) for point in cell]
             else:
-                record = measure_configuration(config, point, device=device)
-            if device == "cpu" and isolate:
-                record["baseline_memory_mb"] = baseline
-            records.append(record)
-            if on_record is not None:
-                on_record(record)
-            bar.advance(task)
+                measured = [measure_configuration(config, point, device=device) for point in cell]
+            for record in measured:
+                if device == "cpu" and isolate:
+                    record["baseline_memory_mb"] = baseline
+                records.append(record)
+                if on_record is not None:
+                    on_record(record)
+                bar.advance(task)
     return records

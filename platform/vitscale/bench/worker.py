@@ -1,7 +1,9 @@
 """`python -m vitscale.bench.worker`: measure one configuration in a fresh process.
 
-Reads one JSON object on stdin — {"config": BenchmarkConfig, "point": {...}, "device": "cpu"}
-or {"idle": true, "threads": N} — and writes one line `RECORD_PREFIX <json>` on stdout.
+Reads one JSON object on stdin — {"config": BenchmarkConfig, "point": {...}, "device": "cpu"},
+{"config": ..., "cell": [points...], "device": ...} (time them round-robin, see
+`measure.measure_interleaved`) or {"idle": true, "threads": N} — and writes one line
+`RECORD_PREFIX <json>` on stdout.
 A fresh process per configuration makes its peak RSS that configuration's own (plus the
 fixed cost of Python and torch, which the idle mode measures). The idle mode imports exactly
 what a measuring worker imports and then stops.
@@ -27,6 +29,9 @@ def main() -> None:
         if request.get("threads"):
             torch.set_num_threads(int(request["threads"]))
         out = {"peak_rss_mb": own_peak_rss_mb()}
+    elif "cell" in request:
+        config = BenchmarkConfig.model_validate(request["config"])
+        out = measure.measure_interleaved(config, request["cell"], device=request.get("device"), count_flops=False)
     else:
         config = BenchmarkConfig.model_validate(request["config"])
         out = measure.measure_configuration(

@@ -67,6 +67,10 @@ def bench_command(
     ode_step_size: float | None = typer.Option(None, "--ode-step-size"),
     ode_rtol: float | None = typer.Option(None, "--ode-rtol"),
     ode_atol: float | None = typer.Option(None, "--ode-atol"),
+    interleave: bool | None = typer.Option(
+        None, "--interleave/--sequential",
+        help="time each regime x resolution's configurations round-robin (default on CPU)",
+    ),
     study: Path | None = typer.Option(None, "--study", help="start from this benchmark study's `benchmark:`"),
     as_json: bool = typer.Option(False, "--json", help="print the records as JSON (no table)"),
     out: Path | None = typer.Option(None, "--out", help="write the records to this Parquet file"),
@@ -90,10 +94,11 @@ def bench_command(
         base_ode = data.get("ode") or BenchmarkConfig().ode.model_dump()
         data["ode"] = {**base_ode, **{k: v for k, v in ode.items() if v is not None}}
     config = BenchmarkConfig.model_validate(data)
-    run(config, as_json=as_json, out=out, tracking_uri=tracking_uri, name=name)
+    run(config, as_json=as_json, out=out, tracking_uri=tracking_uri, name=name, interleave=interleave)
 
 
-def run(config, *, as_json: bool, out: Path | None, tracking_uri: str | None, name: str | None) -> list[dict]:
+def run(config, *, as_json: bool, out: Path | None, tracking_uri: str | None, name: str | None,
+        interleave: bool | None = None) -> list[dict]:
     """Sweep, then print/write/log; MLflow runs are logged as configurations finish."""
     from vitscale.bench import report
     from vitscale.bench.records import to_json, write_parquet
@@ -108,7 +113,7 @@ def run(config, *, as_json: bool, out: Path | None, tracking_uri: str | None, na
         study_spec(config, name)  # a bad name fails before any measuring
         log = MlflowBenchLog(config, tracking_uri, name)
     try:
-        records = run_benchmark(config, progress=err.is_terminal, console=err,
+        records = run_benchmark(config, progress=err.is_terminal, console=err, interleave=interleave,
                                 on_record=log.log if log else None)
     except BaseException:
         if log is not None:
@@ -119,7 +124,7 @@ def run(config, *, as_json: bool, out: Path | None, tracking_uri: str | None, na
     if as_json:
         sys.stdout.write(to_json(records) + "\n")
     else:
-        console = Console() if sys.stdout.isatty() else Console(width=160)
+        console = Console() if sys.stdout.isatty() else Console(width=200)
         for table in report.tables(records):
             console.print(table)
         for note in report.footnotes(records):
