@@ -40,8 +40,9 @@ def test_bad_values_are_one_line_exit_2(args, message, capsys):
 
 def test_a_sweep_prints_json_writes_parquet_and_logs_mlflow(tmp_path, capsys):
     out, uri = tmp_path / "bench.parquet", f"sqlite:///{tmp_path / 'mlflow.db'}"
+    lines = tmp_path / "bench.jsonl"
     main(["bench", "--mixers", "ssog", "--regimes", "looped", "--resolutions", "16", *SMALL, "--json",
-          "--out", str(out), "--tracking-uri", uri, "--name", "cli-bench"])
+          "--out", str(out), "--tracking-uri", uri, "--name", "cli-bench", "--jsonl", str(lines)])
     captured = capsys.readouterr()
     [record] = json.loads(captured.out)
     assert record["status"] == "ok", record["error"]
@@ -50,6 +51,7 @@ def test_a_sweep_prints_json_writes_parquet_and_logs_mlflow(tmp_path, capsys):
     assert record["repeats"] == 1 and len(record["latencies_ms"]) == 1
     assert record["peak_memory_mb"] > record["baseline_memory_mb"] > 0
     assert pq.read_table(out).num_rows == 1
+    assert [json.loads(line) for line in lines.read_text().splitlines()] == [record]
     assert "vitscale analyze cli-bench" in captured.err.replace("\n", " ")
     from mlflow import MlflowClient
 

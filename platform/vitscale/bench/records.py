@@ -125,6 +125,6 @@ def write_parquet(records: Iterable[Mapping[str, Any]], path: str | Path, config
     return path
 
 
-def to_json(records: Iterable[Mapping[str, Any]]) -> str:
+def to_json(records: Iterable[Mapping[str, Any]], indent: int | None = 2) -> str:
     """Strict JSON (non-finite floats become null)."""
-    return json.dumps([{k: _clean(v) for k, v in r.items()} for r in records], indent=2)
+    return json.dumps([{k: _clean(v) for k, v in r.items()} for r in records], indent=indent)

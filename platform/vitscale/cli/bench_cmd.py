@@ -74,6 +74,9 @@ def bench_command(
     study: Path | None = typer.Option(None, "--study", help="start from this benchmark study's `benchmark:`"),
     as_json: bool = typer.Option(False, "--json", help="print the records as JSON (no table)"),
     out: Path | None = typer.Option(None, "--out", help="write the records to this Parquet file"),
+    jsonl: Path | None = typer.Option(
+        None, "--jsonl", help="append each record to this file as one JSON line as soon as it is measured"
+    ),
     tracking_uri: str | None = typer.Option(None, "--tracking-uri", help="log a parent + child runs to MLflow"),
     name: str | None = typer.Option(None, "--name", help="study name in MLflow (default bench-<timestamp>)"),
 ) -> None:
@@ -94,12 +97,13 @@ def bench_command(
         base_ode = data.get("ode") or BenchmarkConfig().ode.model_dump()
         data["ode"] = {**base_ode, **{k: v for k, v in ode.items() if v is not None}}
     config = BenchmarkConfig.model_validate(data)
-    run(config, as_json=as_json, out=out, tracking_uri=tracking_uri, name=name, interleave=interleave)
+    run(config, as_json=as_json, out=out, tracking_uri=tracking_uri, name=name, interleave=interleave,
+        jsonl=jsonl)
 
 
 def run(config, *, as_json: bool, out: Path | None, tracking_uri: str | None, name: str | None,
-        interleave: bool | None = None) -> list[dict]:
-    """Sweep, then print/write/log; MLflow runs are logged as configurations finish."""
+        interleave: bool | None = None, jsonl: Path | None = None) -> list[dict]:
+    """Sweep, then print/write/log; MLflow runs and JSON lines are written as configurations finish."""
     from vitscale.bench import report
     from vitscale.bench.records import to_json, write_parquet
     from vitscale.bench.runner import run_benchmark
@@ -112,9 +116,16 @@ def run(config, *, as_json: bool, out: Path | None, tracking_uri: str | None, na
         name = name or default_study_name()
         study_spec(config, name)  # a bad name fails before any measuring
         log = MlflowBenchLog(config, tracking_uri, name)
+    def on_record(record: dict) -> None:
+        if log is not None:
+            log.log(record)
+        if jsonl is not None:
+            with jsonl.open("a") as stream:
+                stream.write(to_json([record], indent=None)[1:-1] + "\n")
+
     try:
         records = run_benchmark(config, progress=err.is_terminal, console=err, interleave=interleave,
-                                on_record=log.log if log else None)
+                                on_record=on_record)
     except BaseException:
         if log is not None:
             log.finish("KILLED")
