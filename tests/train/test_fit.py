@@ -73,10 +73,12 @@ def test_resume_equals_uninterrupted(tiny_trial, tmp_path, regime):
 
 def test_resume_at_the_end_reports_the_final_epoch_again(tiny_trial, tmp_path):
     config = tiny_trial(train={"epochs": 1})
-    fit(config, checkpoint_dir=tmp_path)
+    fit(config, checkpoint_dir=tmp_path / "first")
     seen = []
-    fit(config, report=lambda m, _d: seen.append(m), checkpoint_dir=tmp_path)
-    assert [m["epoch"] for m in seen] == [1.0]
+    # As a restored Ray trial: resume from one folder, new checkpoints would go to another.
+    fit(config, report=lambda m, d: seen.append((m, d)), checkpoint_dir=tmp_path / "new",
+        resume_from=tmp_path / "first")
+    assert [(m["epoch"], d) for m, d in seen] == [(1.0, tmp_path / "first")]
 
 
 def _digest(path) -> str:

@@ -153,8 +153,8 @@ def fit(
     checkpoint = find_checkpoint(checkpoint_dir)
     if history and len(history) >= train_cfg.epochs and report is not None:
         # Resumed at the very end (e.g. a study restarted after this trial's last checkpoint):
-        # report the final epoch again so the caller sees the trial's result.
-        report(history[-1], Path(checkpoint_dir) if checkpoint_dir else None)
+        # report the final epoch again, with the checkpoint it was loaded from.
+        report(history[-1], start.parent)
     with progress:
         for epoch in range(len(history) + 1, train_cfg.epochs + 1):
             t0 = time.perf_counter()
