@@ -21,7 +21,7 @@ EXCLUDES = [
     "/.git/", "/.venv/", "__pycache__/", "*.egg-info/", "/mlflow.db", "*.db", "/mlruns/", "/mlartifacts/",
     "/ray_results/", "/reports/", "/data/", "/checkpoints/", ".pytest_cache/", ".ruff_cache/",
 ]
-LAST_ADDRESS_FILE = Path(".vitscale") / "last_job_address"
+LAST_ADDRESS_FILE = Path.home() / ".vitscale" / "last_job_address"
 
 
 def project_root(start: Path) -> Path:
@@ -102,7 +102,7 @@ def logs(address: str | None, job_id: str, follow: bool) -> None:
 
 def _remember_address(address: str) -> None:
     try:
-        LAST_ADDRESS_FILE.parent.mkdir(exist_ok=True)
+        LAST_ADDRESS_FILE.parent.mkdir(parents=True, exist_ok=True)
         LAST_ADDRESS_FILE.write_text(json.dumps(address))
     except OSError:
         pass
