@@ -155,7 +155,7 @@ def test_cli_missing_study_unreachable_server_and_missing_store(stores, tmp_path
     assert "no_such_study" in err and stores["uri"] in err and "vitscale study run" in err
     uri = f"http://127.0.0.1:{_free_port()}"
     code, _, err = _cli(["analyze", TRAIN_STUDY, "--tracking-uri", uri], capsys)
-    assert code == 2 and len(err.strip().splitlines()) == 1 and f"cannot reach the MLflow tracking server at {uri}" in err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and f"cannot reach the MLflow server at {uri}" in err
     missing = tmp_path / "nothing.db"
     spec = tmp_path / "study.yaml"
     spec.write_text(f"name: {TRAIN_STUDY}\ntracking:\n  uri: sqlite:///{missing}\n")

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.error
-import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +18,7 @@ import pyarrow.parquet as pq
 
 from vitscale.errors import UserError
 from vitscale.tracking import layout
+from vitscale.tracking.store import check_tracking_uri
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 PAGE_SIZE = 1000
@@ -237,14 +236,7 @@ def _find_parents(client: Any, study: str, experiment: str | None) -> list[Any]:
 def _check_store(study: str, uri: str) -> None:
     """Fail with one line before MLflow retries for minutes (server) or creates an empty store (file)."""
     if uri.startswith(("http://", "https://")):
-        try:
-            urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=5).close()
-        except urllib.error.HTTPError:
-            return  # something answers: MLflow will tell us more
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise UserError(f"cannot reach the MLflow tracking server at {uri} ({reason}); start it "
-                            f"(`mlflow server --host 127.0.0.1`) or pass the right --tracking-uri") from None
+        check_tracking_uri(uri)
     elif uri.startswith("sqlite:///"):
         if not Path(uri.removeprefix("sqlite:///")).is_file():
             raise UserError(_missing(study, uri) + " (the store does not exist)")

@@ -38,6 +38,8 @@ def check_tracking_uri(uri: str, *, remote_driver: bool = False, timeout: float 
         try:
             with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout) as resp:
                 resp.read()
+        except urllib.error.HTTPError:
+            return  # something answers (e.g. behind a proxy): MLflow's own errors say more
         except (urllib.error.URLError, OSError) as exc:
             raise UserError(
                 f"tracking.uri: cannot reach the MLflow server at {uri} ({exc}); start it "
