@@ -90,7 +90,13 @@ def _search(spec, directory):
 def _reporter(spec) -> tune.CLIReporter:
     """Ray Tune's status table, showing the objectives, at most every 15 s."""
     columns = {"epoch": "epoch", **{o.metric: o.metric for o in spec.objectives}}
-    return tune.CLIReporter(metric_columns=columns, max_report_frequency=15, max_progress_rows=30)
+    names = list(spec.space) if spec.kind == "train" else ["mixer", "regime", "resolution", "attention_backend"]
+    parameters = {f"point/{name}": name.split(".")[-1] for name in names}
+    if len(spec.search.seeds) > 1:
+        parameters["seed"] = "seed"
+    return tune.CLIReporter(
+        metric_columns=columns, parameter_columns=parameters, max_report_frequency=15, max_progress_rows=30
+    )
 
 
 def build_tuner(execution, verbose: int = 1) -> tune.Tuner:
