@@ -41,6 +41,9 @@ class BenchmarkConfig(BaseModel):
         ["sdpa", "math"], min_length=1, description="attention is measured once per backend"
     )
     compile: bool = Field(False, description="torch.compile each model before timing")
+    compile_mode: Literal["default", "reduce-overhead", "max-autotune"] = Field(
+        "default", description="torch.compile mode; reduce-overhead replays CUDA graphs (no launch overhead)"
+    )
     warmup: int = Field(3, ge=0, description="untimed iterations before measuring")
     repeats: int = Field(10, ge=1, description="timed iterations; the median is reported")
     seed: int = Field(0, ge=0, description="same weights and inputs for every mixer")

@@ -33,6 +33,7 @@ def bench_params(config, point: Mapping[str, Any], seed: int | None = None) -> d
         "bench.dtype": config.dtype,
         "bench.device": config.device,
         "bench.compile": config.compile,
+        "bench.compile_mode": config.compile_mode,
         "bench.width": config.width,
         "bench.depth": config.depth,
         "bench.heads": config.heads,

@@ -179,7 +179,8 @@ def _prepare(record, config, point, dev, build_model, count_flops: bool = True):
         with torch.inference_mode(), precision(dev, config.dtype), flop_counter() as counter:
             model(images)
         record["flops_per_image"] = counter.get_total_flops() / config.batch_size
-    runner = torch.compile(model) if config.compile else model
+    mode = None if config.compile_mode == "default" else config.compile_mode
+    runner = torch.compile(model, mode=mode) if config.compile else model
     if config.mode == "train":
         return model, train_step(runner, images, labels, dev, config.dtype)
     return model, inference_step(runner, images, dev, config.dtype)

@@ -39,6 +39,7 @@ SCHEMA = pa.schema(
         ("dtype", pa.string()),  # float32 | bfloat16 (autocast)
         ("device", pa.string()),  # cpu | cuda (resolved, never auto)
         ("compile", pa.bool_()),
+        ("compile_mode", pa.string()),  # torch.compile mode (when compile)
         ("images_per_second", pa.float64()),  # batch_size / median latency
         ("latency_ms", pa.float64()),  # median time of one batch
         ("cpu_ms", pa.float64()),  # CPU runs: median process CPU time of one batch (see timing)
@@ -81,6 +82,7 @@ def blank_record(config, point: Mapping[str, Any], device: str) -> dict[str, Any
         dtype=config.dtype,
         device=device,
         compile=config.compile,
+        compile_mode=config.compile_mode if config.compile else None,
         width=config.width,
         depth=config.depth,
         heads=config.heads,

@@ -81,7 +81,7 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
         rows = [r for r in records if r["regime"] == regime]
         first = rows[0]
         title = (f"{regime} · batch {first['batch_size']} · {first['mode']} · {first['dtype']} · "
-                 f"{first['device']}{' · compiled' if first['compile'] else ''}")
+                 f"{first['device']}{' · compiled (' + str(first.get('compile_mode')) + ')' if first['compile'] else ''}")
         table = Table(title=title, title_justify="left")
         cpu = any(r.get("cpu_ms") is not None for r in rows)
         for col in ("px", "tokens", "series", "NFE", "GFLOP/img", "img/s", "ms/batch", *(["cpu ms"] * cpu),

@@ -59,6 +59,9 @@ def bench_command(
         None, "--attention-backend", "--attention-backends", help="comma list of sdpa,math"
     ),
     compile: bool | None = typer.Option(None, "--compile/--no-compile", help="torch.compile each model"),
+    compile_mode: str | None = typer.Option(
+        None, "--compile-mode", help="default | reduce-overhead (CUDA graphs) | max-autotune"
+    ),
     warmup: int | None = typer.Option(None, "--warmup", help="untimed iterations"),
     repeats: int | None = typer.Option(None, "--repeats", help="timed iterations (median reported)"),
     seed: int | None = typer.Option(None, "--seed"),
@@ -89,6 +92,7 @@ def bench_command(
         "heads": heads, "patch_size": patch_size, "batch_size": batch_size, "num_gaussians": num_gaussians,
         "num_classes": num_classes, "mode": mode, "dtype": dtype, "device": device,
         "attention_backends": _split("--attention-backend", attention_backend), "compile": compile,
+        "compile_mode": compile_mode,
         "warmup": warmup, "repeats": repeats, "seed": seed, "threads": threads,
     }
     data = {**_base(study), **{k: v for k, v in given.items() if v is not None}}
