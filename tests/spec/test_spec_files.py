@@ -82,7 +82,7 @@ def test_paper_studies_share_their_base():
 
 def test_quickstart_is_small_and_local():
     spec = load_study(ROOT / "studies/quickstart.yaml")
-    assert spec.trial.data.dataset == "digits" and spec.trial.data.resolution == 32
+    assert spec.trial.data.dataset == "digits" and spec.trial.data.resolution == 16
     assert spec.resources.gpu == 0 and spec.trial.train.device == "cpu"
     assert spec.scheduler.type == "asha" and spec.metric == "val_top1"
     assert spec.scheduler.max_t == spec.trial.train.epochs
