@@ -28,6 +28,7 @@ EXPECTED_TRIALS = {
     "paper_cifar100_ode.yaml": 18,
     "ssog_search.yaml": 32,  # 32 TPE samples x 1 seed
     "throughput_resolution.yaml": 45,  # 3 regimes x 5 resolutions x (ssog + attention sdpa/math)
+    "throughput_resolution_smoke.yaml": 18,  # 3 regimes x 2 resolutions x 3 series
 }
 
 
