@@ -19,9 +19,9 @@ def test_two_node_study_spreads_trials_and_lands_in_the_mlflow_server(ray_cluste
     )
     proc = vitscale("study", "run", str(study), "--address", ray_cluster.gcs_address, "--tracking-uri",
                     mlflow_server, "--storage", str(tmp_path / "results"), "--quiet", cwd=tmp_path)
-    assert "4 trials — 4 finished" in proc.stdout.replace("\n", " "), proc.stdout[-3000:] + proc.stderr[-3000:]
     runs = child_runs(mlflow_server, "cluster-tiny")
-    assert len(runs) == 4 and {r.data.tags["vitscale.status"] for r in runs} == {"FINISHED"}
+    statuses = sorted((r.data.tags["vitscale.status"], r.data.tags.get("vitscale.failure_reason", "")) for r in runs)
+    assert statuses == [("FINISHED", "")] * 4, f"{statuses}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     assert len({r.data.tags["vitscale.node_id"] for r in runs}) == 2  # one 1-CPU trial per node at a time
 
 
