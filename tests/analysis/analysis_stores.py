@@ -24,10 +24,18 @@ def _log_run(client, exp_id, parent_id, tags, params, metrics_by_epoch, final, s
 
     run = client.create_run(exp_id, tags={layout.PARENT_RUN_ID: parent_id, layout.ROLE: "trial", **tags})
     now = int(time.time() * 1000)
-    metrics = [Metric(k, float(v), now, step) for step, epoch in enumerate(metrics_by_epoch) for k, v in epoch.items()]
+    metrics = [
+        Metric(k, float(v), now, step)
+        for step, epoch in enumerate(metrics_by_epoch)
+        for k, v in epoch.items()
+    ]
     metrics += [Metric(k, float(v), now, 0) for k, v in final.items()]
-    client.log_batch(run.info.run_id, metrics=metrics, params=[Param(k, str(v)) for k, v in params.items()],
-                     tags=[RunTag(k, str(v)) for k, v in tags.items()])
+    client.log_batch(
+        run.info.run_id,
+        metrics=metrics,
+        params=[Param(k, str(v)) for k, v in params.items()],
+        tags=[RunTag(k, str(v)) for k, v in tags.items()],
+    )
     client.set_terminated(run.info.run_id, status=status)
     return run.info.run_id
 
@@ -64,35 +72,90 @@ def write_train_study(uri: str, artifacts: Path) -> None:
                         status, reason = "FAILED", "diverged"
                     if (mixer, regime, width, seed) == ("attention", "discrete", 96, 1):
                         early, top1 = "true", top1 - 0.2
-                    cfg = {"model.mixer": mixer, "model.regime": regime, "model.width": width,
-                           "model.depth": 4, "model.patch_size": 4, "model.num_gaussians": 4,
-                           "model.attention_backend": "sdpa", "model.ode.step_size": None,
-                           "model.ssog_offsets": True, "data.resolution": 32, "train.seed": seed,
-                           "train.lr": 0.001}
-                    tags = {layout.STUDY: TRAIN_STUDY, layout.KIND: "train", layout.TRIAL_ID: f"t_{n:05d}",
-                            layout.STATUS: status, layout.FAILURE_REASON: reason, layout.STOPPED_EARLY: early,
-                            layout.NODE_ID: "node-a", layout.CONFIG_KEY: f"{mixer}-{regime}-{width}"}
+                    cfg = {
+                        "model.mixer": mixer,
+                        "model.regime": regime,
+                        "model.width": width,
+                        "model.depth": 4,
+                        "model.patch_size": 4,
+                        "model.num_gaussians": 4,
+                        "model.attention_backend": "sdpa",
+                        "model.ode.step_size": None,
+                        "model.ssog_offsets": True,
+                        "data.resolution": 32,
+                        "train.seed": seed,
+                        "train.lr": 0.001,
+                    }
+                    tags = {
+                        layout.STUDY: TRAIN_STUDY,
+                        layout.KIND: "train",
+                        layout.TRIAL_ID: f"t_{n:05d}",
+                        layout.STATUS: status,
+                        layout.FAILURE_REASON: reason,
+                        layout.STOPPED_EARLY: early,
+                        layout.NODE_ID: "node-a",
+                        layout.CONFIG_KEY: f"{mixer}-{regime}-{width}",
+                    }
                     epochs = [{"epoch": 0, "val_top1": top1 - 0.1, "val_loss": 2.0}]
                     if status == "FINISHED":
-                        epochs.append({"epoch": 1, "val_top1": top1, "val_loss": 1.0, "val_top5": min(1, top1 + 0.2),
-                                       "train_images_per_second": 1000.0 / width})
+                        epochs.append(
+                            {
+                                "epoch": 1,
+                                "val_top1": top1,
+                                "val_loss": 1.0,
+                                "val_top5": min(1, top1 + 0.2),
+                                "train_images_per_second": 1000.0 / width,
+                            }
+                        )
                         if regime == "ode":
                             epochs[-1]["nfe_mean"] = 10.0 + width / 16 + (2 if mixer == "attention" else 0)
                     static = {"params": params, "flops_per_image": 2.0 * params * 64}
-                    _log_run(client, exp, first, tags, cfg, epochs, static,
-                             status="FAILED" if status == "FAILED" else "FINISHED")
+                    _log_run(
+                        client,
+                        exp,
+                        first,
+                        tags,
+                        cfg,
+                        epochs,
+                        static,
+                        status="FAILED" if status == "FAILED" else "FINISHED",
+                    )
     # The driver died and the study was resumed: trial t_00001 ran again under a second parent.
     time.sleep(0.01)
     second = _parent(client, exp, TRAIN_STUDY, "train")
     params, top1 = train_truth("attention", 32)
-    cfg = {"model.mixer": "attention", "model.regime": "discrete", "model.width": 32, "model.depth": 4,
-           "model.patch_size": 4, "model.num_gaussians": 4, "model.attention_backend": "sdpa",
-           "model.ode.step_size": None, "model.ssog_offsets": True, "data.resolution": 32,
-           "train.seed": 0, "train.lr": 0.001}
-    tags = {layout.STUDY: TRAIN_STUDY, layout.KIND: "train", layout.TRIAL_ID: "t_00001", layout.STATUS: "FINISHED",
-            layout.STOPPED_EARLY: "false", layout.NODE_ID: "node-b", layout.CONFIG_KEY: "attention-discrete-32"}
-    _log_run(client, exp, second, tags, cfg, [{"epoch": 1, "val_top1": top1 + 0.001, "val_loss": 1.0}],
-             {"params": params, "flops_per_image": 2.0 * params * 64})
+    cfg = {
+        "model.mixer": "attention",
+        "model.regime": "discrete",
+        "model.width": 32,
+        "model.depth": 4,
+        "model.patch_size": 4,
+        "model.num_gaussians": 4,
+        "model.attention_backend": "sdpa",
+        "model.ode.step_size": None,
+        "model.ssog_offsets": True,
+        "data.resolution": 32,
+        "train.seed": 0,
+        "train.lr": 0.001,
+    }
+    tags = {
+        layout.STUDY: TRAIN_STUDY,
+        layout.KIND: "train",
+        layout.TRIAL_ID: "t_00001",
+        layout.STATUS: "FINISHED",
+        layout.STOPPED_EARLY: "false",
+        layout.NODE_ID: "node-b",
+        layout.CONFIG_KEY: "attention-discrete-32",
+    }
+    _log_run(
+        client,
+        exp,
+        second,
+        tags,
+        cfg,
+        [{"epoch": 1, "val_top1": top1 + 0.001, "val_loss": 1.0}],
+        {"params": params, "flops_per_image": 2.0 * params * 64},
+    )
 
 
 def bench_truth(mixer: str, backend: str, regime: str, res: int) -> tuple[float, float]:
@@ -120,18 +183,41 @@ def write_bench_study(uri: str, artifacts: Path) -> None:
             for res in (224, 384, 512, 768):
                 n += 1
                 ips, mem = bench_truth(mixer, backend, regime, res)
-                params = {"bench.mixer": mixer, "bench.regime": regime, "bench.resolution": res,
-                          "bench.attention_backend": backend, "bench.batch_size": 8, "bench.mode": "inference",
-                          "bench.dtype": "float32", "bench.device": "cpu", "bench.compile": False,
-                          "bench.width": 192, "bench.depth": 12, "bench.heads": 3, "bench.patch_size": 16,
-                          "bench.num_gaussians": 4}
+                params = {
+                    "bench.mixer": mixer,
+                    "bench.regime": regime,
+                    "bench.resolution": res,
+                    "bench.attention_backend": backend,
+                    "bench.batch_size": 8,
+                    "bench.mode": "inference",
+                    "bench.dtype": "float32",
+                    "bench.device": "cpu",
+                    "bench.compile": False,
+                    "bench.width": 192,
+                    "bench.depth": 12,
+                    "bench.heads": 3,
+                    "bench.patch_size": 16,
+                    "bench.num_gaussians": 4,
+                }
                 oom = (mixer, backend, regime, res) == ("attention", "math", "ode", 768)
-                tags = {layout.STUDY: BENCH_STUDY, layout.KIND: "benchmark", layout.TRIAL_ID: f"b_{n:03d}",
-                        layout.STATUS: "FAILED" if oom else "FINISHED", layout.FAILURE_REASON: "oom" if oom else "",
-                        layout.STOPPED_EARLY: "false", layout.NODE_ID: "node-a"}
+                tags = {
+                    layout.STUDY: BENCH_STUDY,
+                    layout.KIND: "benchmark",
+                    layout.TRIAL_ID: f"b_{n:03d}",
+                    layout.STATUS: "FAILED" if oom else "FINISHED",
+                    layout.FAILURE_REASON: "oom" if oom else "",
+                    layout.STOPPED_EARLY: "false",
+                    layout.NODE_ID: "node-a",
+                }
                 tokens = (res // 16) ** 2
-                metrics = {"tokens": tokens, "params": 5e6, "flops_per_image": 1e3 * tokens**1.5
-                           if mixer == "ssog" else 1e2 * tokens**2, "nfe": 8 if regime == "ode" else 0}
+                metrics = {
+                    "tokens": tokens,
+                    "params": 5e6,
+                    "flops_per_image": 1e3 * tokens**1.5 if mixer == "ssog" else 1e2 * tokens**2,
+                    "nfe": 8 if regime == "ode" else 0,
+                }
                 if not oom:
                     metrics.update(images_per_second=ips, latency_ms=8000.0 / ips, peak_memory_mb=mem)
-                _log_run(client, exp, parent, tags, params, [], metrics, status="FAILED" if oom else "FINISHED")
+                _log_run(
+                    client, exp, parent, tags, params, [], metrics, status="FAILED" if oom else "FINISHED"
+                )

@@ -22,8 +22,9 @@ def _analyze_both(study: str, uri: str, root: Path):
     from_mlflow = analyze(study, uri, root / "mlflow", n_boot=40)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(runs_mod, "load_study_runs", lambda *a, **k: pytest.fail("MLflow was contacted"))
-        from_parquet = analyze(study, None, root / "parquet", from_parquet=root / "mlflow" / "runs.parquet",
-                               n_boot=40)
+        from_parquet = analyze(
+            study, None, root / "parquet", from_parquet=root / "mlflow" / "runs.parquet", n_boot=40
+        )
     return from_mlflow, from_parquet
 
 
@@ -56,9 +57,16 @@ def test_runs_table_layout_types_and_resume_dedupe(train):
     assert t.num_rows == 24 and len(set(t.column("trial_id").to_pylist())) == 24
     assert len(train[0].parent_run_ids) == 2
     schema = t.schema
-    for name, typ in [("run_id", pa.string()), ("stopped_early", pa.bool_()), ("model.width", pa.int64()),
-                      ("train.lr", pa.float64()), ("model.ssog_offsets", pa.bool_()), ("val_top1", pa.float64()),
-                      ("model.mixer", pa.string()), ("train.seed", pa.int64())]:
+    for name, typ in [
+        ("run_id", pa.string()),
+        ("stopped_early", pa.bool_()),
+        ("model.width", pa.int64()),
+        ("train.lr", pa.float64()),
+        ("model.ssog_offsets", pa.bool_()),
+        ("val_top1", pa.float64()),
+        ("model.mixer", pa.string()),
+        ("train.seed", pa.int64()),
+    ]:
         assert schema.field(name).type == typ, name
     assert t.column("model.ode.step_size").null_count == 24
     resumed = t.filter(pc.equal(t.column("trial_id"), "t_00001"))
@@ -83,7 +91,9 @@ def test_failed_and_stopped_trials_are_counted_not_averaged(train):
 def test_train_report_has_the_paper_table_fronts_fits_and_figures(train):
     res = train[0]
     report = res.report_path.read_text()
-    assert "| regime | width | attention top-1 (%) | attention params | ssog top-1 (%) | ssog params |" in report
+    assert (
+        "| regime | width | attention top-1 (%) | attention params | ssog top-1 (%) | ssog params |" in report
+    )
     paper_rows = [line for line in report.splitlines() if line.startswith(("| discrete | ", "| ode | "))][:6]
     assert len(paper_rows) == 6 and all(row.split("|")[7].strip().startswith("+") for row in paper_rows)
     assert all(row.split("|")[8].strip().startswith("-1") for row in paper_rows)  # ~12 % fewer params
@@ -150,12 +160,16 @@ def _cli(argv: list[str], capsys) -> tuple[int, str, str]:
 
 
 def test_cli_missing_study_unreachable_server_and_missing_store(stores, tmp_path, capsys):
-    code, _, err = _cli(["analyze", "no_such_study", "--tracking-uri", stores["uri"], "--out", str(tmp_path)], capsys)
+    code, _, err = _cli(
+        ["analyze", "no_such_study", "--tracking-uri", stores["uri"], "--out", str(tmp_path)], capsys
+    )
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "no_such_study" in err and stores["uri"] in err and "vitscale study run" in err
     uri = f"http://127.0.0.1:{_free_port()}"
     code, _, err = _cli(["analyze", TRAIN_STUDY, "--tracking-uri", uri], capsys)
-    assert code == 2 and len(err.strip().splitlines()) == 1 and f"cannot reach the MLflow server at {uri}" in err
+    assert (
+        code == 2 and len(err.strip().splitlines()) == 1 and f"cannot reach the MLflow server at {uri}" in err
+    )
     missing = tmp_path / "nothing.db"
     spec = tmp_path / "study.yaml"
     spec.write_text(f"name: {TRAIN_STUDY}\ntracking:\n  uri: sqlite:///{missing}\n")

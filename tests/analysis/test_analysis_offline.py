@@ -23,8 +23,14 @@ from vitscale.tracking import layout
 
 def fake_run(run_id: str, trial: str, start: int, params: dict, metrics: dict, **tags) -> SimpleNamespace:
     """Just the attributes of mlflow.entities.Run that the reader uses."""
-    all_tags = {layout.TRIAL_ID: trial, layout.STATUS: "FINISHED", layout.STOPPED_EARLY: "false",
-                layout.PARENT_RUN_ID: "p1", layout.KIND: "train", **tags}
+    all_tags = {
+        layout.TRIAL_ID: trial,
+        layout.STATUS: "FINISHED",
+        layout.STOPPED_EARLY: "false",
+        layout.PARENT_RUN_ID: "p1",
+        layout.KIND: "train",
+        **tags,
+    }
     return SimpleNamespace(
         info=SimpleNamespace(run_id=run_id, start_time=start, end_time=start + 1, status="FINISHED"),
         data=SimpleNamespace(tags=all_tags, params={k: str(v) for k, v in params.items()}, metrics=metrics),
@@ -57,11 +63,24 @@ def train_runs() -> list[SimpleNamespace]:
                     n += 1
                     params = 12 * width**2 * (0.9 if mixer == "ssog" else 1.0)
                     top1 = 1 - (6 * params**-0.3 + 0.05) + 0.001 * seed + (0.02 if mixer == "ssog" else 0)
-                    cfg = {"model.mixer": mixer, "model.regime": regime, "model.width": width, "train.seed": seed,
-                           "data.resolution": 32, "model.patch_size": 4}
-                    runs.append(fake_run(f"r{n:03d}", f"t{n:03d}", n, cfg,
-                                         {"val_top1": top1, "params": params, "flops_per_image": 64 * params},
-                                         **{layout.CONFIG_KEY: f"{mixer}-{regime}-{width}"}))
+                    cfg = {
+                        "model.mixer": mixer,
+                        "model.regime": regime,
+                        "model.width": width,
+                        "train.seed": seed,
+                        "data.resolution": 32,
+                        "model.patch_size": 4,
+                    }
+                    runs.append(
+                        fake_run(
+                            f"r{n:03d}",
+                            f"t{n:03d}",
+                            n,
+                            cfg,
+                            {"val_top1": top1, "params": params, "flops_per_image": 64 * params},
+                            **{layout.CONFIG_KEY: f"{mixer}-{regime}-{width}"},
+                        )
+                    )
     return runs
 
 

@@ -14,13 +14,17 @@ from vitscale.analysis.pareto import ParetoNaNWarning, pareto_front, pareto_indi
 def brute_force(values: np.ndarray, senses: list[str]) -> np.ndarray:
     """Indices of rows no other row dominates (NaN rows excluded), straight from the definition."""
     sign = [-1.0 if s == "max" else 1.0 for s in senses]
-    rows = [None if np.isnan(r).any() else [s * v for s, v in zip(sign, r, strict=True)] for r in values.tolist()]
+    rows = [
+        None if np.isnan(r).any() else [s * v for s, v in zip(sign, r, strict=True)] for r in values.tolist()
+    ]
     keep = []
     for i, p in enumerate(rows):
         if p is None:
             continue
         dominated = any(
-            q is not None and j != i and all(a <= b for a, b in zip(q, p, strict=True))
+            q is not None
+            and j != i
+            and all(a <= b for a, b in zip(q, p, strict=True))
             and any(a < b for a, b in zip(q, p, strict=True))
             for j, q in enumerate(rows)
         )

@@ -11,8 +11,19 @@ from torch import nn
 from vitscale.bench.config import BenchmarkConfig
 
 TINY = dict(
-    mixers=["attention", "ssog"], regimes=["discrete"], resolutions=[16], width=16, depth=1, heads=2,
-    patch_size=8, batch_size=2, num_classes=5, device="cpu", warmup=2, repeats=3, threads=1,
+    mixers=["attention", "ssog"],
+    regimes=["discrete"],
+    resolutions=[16],
+    width=16,
+    depth=1,
+    heads=2,
+    patch_size=8,
+    batch_size=2,
+    num_classes=5,
+    device="cpu",
+    warmup=2,
+    repeats=3,
+    threads=1,
 )
 
 

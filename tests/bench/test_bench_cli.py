@@ -13,8 +13,28 @@ from vitscale.tracking import layout
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "studies" / "quickstart.yaml"
 
-SMALL = ["--width", "16", "--depth", "1", "--heads", "2", "--patch-size", "8", "--batch-size", "2",
-         "--warmup", "0", "--repeats", "1", "--threads", "1", "--device", "cpu", "--num-classes", "5"]
+SMALL = [
+    "--width",
+    "16",
+    "--depth",
+    "1",
+    "--heads",
+    "2",
+    "--patch-size",
+    "8",
+    "--batch-size",
+    "2",
+    "--warmup",
+    "0",
+    "--repeats",
+    "1",
+    "--threads",
+    "1",
+    "--device",
+    "cpu",
+    "--num-classes",
+    "5",
+]
 
 
 @pytest.mark.parametrize(
@@ -41,8 +61,27 @@ def test_bad_values_are_one_line_exit_2(args, message, capsys):
 def test_a_sweep_prints_json_writes_parquet_and_logs_mlflow(tmp_path, capsys):
     out, uri = tmp_path / "bench.parquet", f"sqlite:///{tmp_path / 'mlflow.db'}"
     lines = tmp_path / "bench.jsonl"
-    main(["bench", "--mixers", "ssog", "--regimes", "looped", "--resolutions", "16", *SMALL, "--json",
-          "--out", str(out), "--tracking-uri", uri, "--name", "cli-bench", "--jsonl", str(lines)])
+    main(
+        [
+            "bench",
+            "--mixers",
+            "ssog",
+            "--regimes",
+            "looped",
+            "--resolutions",
+            "16",
+            *SMALL,
+            "--json",
+            "--out",
+            str(out),
+            "--tracking-uri",
+            uri,
+            "--name",
+            "cli-bench",
+            "--jsonl",
+            str(lines),
+        ]
+    )
     captured = capsys.readouterr()
     [record] = json.loads(captured.out)
     assert record["status"] == "ok", record["error"]

@@ -13,7 +13,9 @@ from vitscale.bench.memory import own_peak_rss_mb
 
 def test_a_bigger_activation_gives_a_bigger_peak_in_the_worker(tiny_config):
     # attention/math materialises batch x heads x 1025^2 floats: ~8 MB at batch 1, ~270 MB at 32
-    config = tiny_config(mixers=["attention"], attention_backends=["math"], resolutions=[256], warmup=0, repeats=1)
+    config = tiny_config(
+        mixers=["attention"], attention_backends=["math"], resolutions=[256], warmup=0, repeats=1
+    )
     point = config.configurations()[0]
     small = isolate.run_isolated(config.model_copy(update={"batch_size": 1}), point)
     big = isolate.run_isolated(config.model_copy(update={"batch_size": 32}), point)
@@ -39,5 +41,7 @@ def test_own_peak_grows_with_an_allocation_in_a_fresh_process():
         "import numpy as np; from vitscale.bench.memory import own_peak_rss_mb; a = own_peak_rss_mb(); "
         "b = np.ones(200 * 2**20 // 8); print(own_peak_rss_mb() - a)"
     )
-    grew = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    grew = float(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    )
     assert 190 < grew < 260

@@ -15,8 +15,17 @@ def _records(config):
     out = []
     for i, point in enumerate(config.configurations()):
         r = blank_record(config, point, "cpu")
-        r.update(status="ok", images_per_second=10.0 * (i + 1), latency_ms=100.0, peak_memory_mb=500.0 + i,
-                 baseline_memory_mb=300.0, flops_per_image=1e6, params=1000, nfe=None, threads=1)
+        r.update(
+            status="ok",
+            images_per_second=10.0 * (i + 1),
+            latency_ms=100.0,
+            peak_memory_mb=500.0 + i,
+            baseline_memory_mb=300.0,
+            flops_per_image=1e6,
+            params=1000,
+            nfe=None,
+            threads=1,
+        )
         out.append(r)
     out[1].update(status="oom", error="OutOfMemoryError: CUDA out of memory", images_per_second=None)
     return out
@@ -41,17 +50,40 @@ def test_parent_and_children_in_the_layout_analyze_reads(tiny_config, tmp_path):
     for child in children:
         tags, params = child.data.tags, child.data.params
         assert tags[layout.PARENT_RUN_ID] == parent.info.run_id and tags[layout.CONFIG_KEY]
-        assert {f"bench.{k}" for k in ("mixer", "regime", "resolution", "attention_backend", "batch_size",
-                                       "mode", "dtype", "device", "compile", "width", "depth", "heads",
-                                       "patch_size", "num_gaussians", "seed")} <= set(params)
+        assert {
+            f"bench.{k}"
+            for k in (
+                "mixer",
+                "regime",
+                "resolution",
+                "attention_backend",
+                "batch_size",
+                "mode",
+                "dtype",
+                "device",
+                "compile",
+                "width",
+                "depth",
+                "heads",
+                "patch_size",
+                "num_gaussians",
+                "seed",
+            )
+        } <= set(params)
         if params["bench.attention_backend"] == "math" and params["bench.resolution"] == "16":
             assert child.info.status == "FAILED" and tags[layout.STATUS] == "FAILED"
             assert tags[layout.FAILURE_REASON].startswith("oom: OutOfMemoryError")
             assert "images_per_second" not in child.data.metrics
         else:
             assert child.info.status == "FINISHED" and tags[layout.STATUS] == "FINISHED"
-            assert {"images_per_second", "latency_ms", "peak_memory_mb", "flops_per_image", "tokens",
-                    "params"} <= set(child.data.metrics)
+            assert {
+                "images_per_second",
+                "latency_ms",
+                "peak_memory_mb",
+                "flops_per_image",
+                "tokens",
+                "params",
+            } <= set(child.data.metrics)
             assert "nfe" not in child.data.metrics  # not an ODE configuration
 
     from vitscale.analysis.pipeline import analyze

@@ -39,7 +39,10 @@ def test_cuda_oom_in_one_configuration_is_recorded_and_the_sweep_goes_on(
     ("error", "status"),
     [
         (MemoryError(), "oom"),
-        (RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory"), "oom"),
+        (
+            RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory"),
+            "oom",
+        ),
         (ValueError("something else"), "error"),
     ],
 )

@@ -14,14 +14,31 @@ from vitscale.bench.report import ratios, tables
 
 def _records(config):
     out = []
-    for point, ips, mem in zip(config.configurations(), (100.0, 50.0, 300.0), (400.0, 900.0, 380.0), strict=True):
+    for point, ips, mem in zip(
+        config.configurations(), (100.0, 50.0, 300.0), (400.0, 900.0, 380.0), strict=True
+    ):
         r = rec.blank_record(config, point, "cpu")
-        r.update(status="ok", images_per_second=ips, latency_ms=2000.0 / ips, cpu_ms=1000.0 / ips, peak_memory_mb=mem,
-                 baseline_memory_mb=300.0, memory_kind="process_peak_rss", flops_per_image=1e6, params=1000,
-                 latencies_ms=[1.0, 2.0])
+        r.update(
+            status="ok",
+            images_per_second=ips,
+            latency_ms=2000.0 / ips,
+            cpu_ms=1000.0 / ips,
+            peak_memory_mb=mem,
+            baseline_memory_mb=300.0,
+            memory_kind="process_peak_rss",
+            flops_per_image=1e6,
+            params=1000,
+            latencies_ms=[1.0, 2.0],
+        )
         out.append(r)
-    out[1].update(status="oom", error="OutOfMemoryError: out of memory", images_per_second=None,
-                  latency_ms=float("nan"), peak_memory_mb=None, latencies_ms=None)
+    out[1].update(
+        status="oom",
+        error="OutOfMemoryError: out of memory",
+        images_per_second=None,
+        latency_ms=float("nan"),
+        peak_memory_mb=None,
+        latencies_ms=None,
+    )
     return out
 
 

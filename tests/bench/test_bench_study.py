@@ -21,7 +21,10 @@ def test_the_smoke_study_is_a_small_cpu_variant_of_the_paper_sweep():
     assert spec.resources.cpu == 1 and spec.resources.gpu == 0
     points = grid_points(spec)
     assert len(points) == 18 and {p["resolution"] for p in points} == {32, 64}
-    assert spec.benchmark.mixers == ["attention", "ssog"] and spec.benchmark.attention_backends == ["sdpa", "math"]
+    assert spec.benchmark.mixers == ["attention", "ssog"] and spec.benchmark.attention_backends == [
+        "sdpa",
+        "math",
+    ]
 
 
 def test_trial_description_has_every_param_the_analysis_reads():
@@ -37,8 +40,17 @@ def test_trial_description_has_every_param_the_analysis_reads():
 
 
 def test_trial_results_carry_metrics_or_the_failure():
-    ok = {"status": "ok", "images_per_second": 5.0, "latency_ms": 400.0, "peak_memory_mb": 9.0,
-          "flops_per_image": 1e6, "nfe": None, "tokens": 16, "params": 10, "baseline_memory_mb": 3.0}
+    ok = {
+        "status": "ok",
+        "images_per_second": 5.0,
+        "latency_ms": 400.0,
+        "peak_memory_mb": 9.0,
+        "flops_per_image": 1e6,
+        "nfe": None,
+        "tokens": 16,
+        "params": 10,
+        "baseline_memory_mb": 3.0,
+    }
     result = trial.trial_result(ok, "node")
     assert result["epoch"] == 1 and result["failure_reason"] == "" and result["planned_epochs"] == 1
     assert result["images_per_second"] == 5.0 and "nfe" not in result
@@ -62,7 +74,9 @@ def test_the_smoke_study_runs_on_in_process_ray(tmp_path):
     children = client.search_runs([exp.experiment_id], "tags.`vitscale.role` = 'trial'", max_results=100)
     assert len(children) == 18
     for child in children:
-        assert child.data.tags["vitscale.status"] == "FINISHED", child.data.tags.get("vitscale.failure_reason")
+        assert child.data.tags["vitscale.status"] == "FINISHED", child.data.tags.get(
+            "vitscale.failure_reason"
+        )
         assert child.data.metrics["images_per_second"] > 0 and child.data.metrics["peak_memory_mb"] > 0
         assert child.data.params["bench.device"] == "cpu"
         assert ("nfe" in child.data.metrics) == (child.data.params["bench.regime"] == "ode")

@@ -13,8 +13,9 @@ from vitscale.bench.timing import summarise, time_iterations
 
 def test_warmup_iterations_are_run_but_not_timed():
     calls, syncs, cpu = [], [], []
-    times = time_iterations(lambda: calls.append(1), warmup=3, repeats=5, synchronize=lambda: syncs.append(1),
-                            cpu_times=cpu)
+    times = time_iterations(
+        lambda: calls.append(1), warmup=3, repeats=5, synchronize=lambda: syncs.append(1), cpu_times=cpu
+    )
     assert len(calls) == 8 and len(times) == len(cpu) == 5
     assert len(syncs) == 1 + 5  # once after warmup, once after every timed iteration
     assert all(t >= 0 for t in times + cpu)
@@ -24,7 +25,9 @@ def test_cpu_time_leaves_out_waiting():
     import time
 
     cpu = []
-    [wall] = time_iterations(lambda: time.sleep(0.05), warmup=0, repeats=1, synchronize=lambda: None, cpu_times=cpu)
+    [wall] = time_iterations(
+        lambda: time.sleep(0.05), warmup=0, repeats=1, synchronize=lambda: None, cpu_times=cpu
+    )
     assert wall >= 0.05 and cpu[0] < 0.02
 
 

@@ -18,8 +18,10 @@ class Stop(Exception):
 
 def test_reports_every_metric_each_epoch(tiny_trial):
     seen = []
-    result = fit(tiny_trial(model={"regime": "ode", "ode": {"solver": "rk4", "step_size": 0.5}}),
-                 report=lambda m, _d: seen.append(m))
+    result = fit(
+        tiny_trial(model={"regime": "ode", "ode": {"solver": "rk4", "step_size": 0.5}}),
+        report=lambda m, _d: seen.append(m),
+    )
     assert [m["epoch"] for m in seen] == [1.0, 2.0, 3.0]
     for metrics in seen:
         assert set(REPORTED_METRICS) <= set(metrics)
@@ -76,8 +78,12 @@ def test_resume_at_the_end_reports_the_final_epoch_again(tiny_trial, tmp_path):
     fit(config, checkpoint_dir=tmp_path / "first")
     seen = []
     # As a restored Ray trial: resume from one folder, new checkpoints would go to another.
-    fit(config, report=lambda m, d: seen.append((m, d)), checkpoint_dir=tmp_path / "new",
-        resume_from=tmp_path / "first")
+    fit(
+        config,
+        report=lambda m, d: seen.append((m, d)),
+        checkpoint_dir=tmp_path / "new",
+        resume_from=tmp_path / "first",
+    )
     assert [(m["epoch"], d) for m, d in seen] == [(1.0, tmp_path / "first")]
 
 
@@ -94,7 +100,9 @@ def test_divergence_names_epoch_and_step_and_keeps_the_checkpoint(tiny_trial, tm
             before.append(_digest(tmp_path / CHECKPOINT_FILE))
             handles.append(
                 torch.nn.modules.module.register_module_forward_hook(
-                    lambda module, _inp, out: out * float("nan") if isinstance(module, torch.nn.Linear) else out
+                    lambda module, _inp, out: (
+                        out * float("nan") if isinstance(module, torch.nn.Linear) else out
+                    )
                 )
             )
 

@@ -12,8 +12,22 @@ from mlflow import MlflowClient
 
 from vitscale.cli import main
 
-TINY = ["--mixer", "ssog", "--width", "16", "--depth", "1", "--heads", "2", "--patch-size", "4",
-        "--resolution", "16", "--batch-size", "64"]
+TINY = [
+    "--mixer",
+    "ssog",
+    "--width",
+    "16",
+    "--depth",
+    "1",
+    "--heads",
+    "2",
+    "--patch-size",
+    "4",
+    "--resolution",
+    "16",
+    "--batch-size",
+    "64",
+]
 
 
 def run(capsys, *args: str) -> tuple[int, str, str]:
@@ -28,8 +42,18 @@ def run(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_train_prints_json_and_logs_one_run_with_the_checkpoint(capsys, tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    code, out, err = run(capsys, "train", *TINY, "--epochs", "2", "--json", "--tracking-uri", uri,
-                         "--checkpoint-dir", str(tmp_path / "ckpt"))
+    code, out, err = run(
+        capsys,
+        "train",
+        *TINY,
+        "--epochs",
+        "2",
+        "--json",
+        "--tracking-uri",
+        uri,
+        "--checkpoint-dir",
+        str(tmp_path / "ckpt"),
+    )
     assert code == 0, err
     metrics = json.loads(out.strip().splitlines()[-1])
     assert metrics["epoch"] == 2 and 0 <= metrics["val_top1"] <= 1 and metrics["params"] > 0
@@ -38,16 +62,42 @@ def test_train_prints_json_and_logs_one_run_with_the_checkpoint(capsys, tmp_path
     assert run_.info.status == "FINISHED"
     assert run_.data.params["model.mixer"] == "ssog" and run_.data.params["data.resolution"] == "16"
     assert [m.step for m in client.get_metric_history(run_.info.run_id, "val_top1")] == [1, 2]
-    assert [a.path for a in client.list_artifacts(run_.info.run_id, "checkpoint")] == ["checkpoint/checkpoint.pt"]
+    assert [a.path for a in client.list_artifacts(run_.info.run_id, "checkpoint")] == [
+        "checkpoint/checkpoint.pt"
+    ]
 
 
 def test_killed_run_resumes_in_the_same_mlflow_run(tmp_path):
     """SIGKILL `vitscale train` after its first checkpoint, then --resume: epochs 1..N once each."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     ckpt = tmp_path / "ckpt"
-    args = [sys.executable, "-m", "vitscale", "train", "--mixer", "attention", "--width", "16", "--depth", "1",
-            "--heads", "2", "--patch-size", "4", "--resolution", "32", "--batch-size", "32", "--epochs", "4",
-            "--tracking-uri", uri, "--checkpoint-dir", str(ckpt), "--json"]
+    args = [
+        sys.executable,
+        "-m",
+        "vitscale",
+        "train",
+        "--mixer",
+        "attention",
+        "--width",
+        "16",
+        "--depth",
+        "1",
+        "--heads",
+        "2",
+        "--patch-size",
+        "4",
+        "--resolution",
+        "32",
+        "--batch-size",
+        "32",
+        "--epochs",
+        "4",
+        "--tracking-uri",
+        uri,
+        "--checkpoint-dir",
+        str(ckpt),
+        "--json",
+    ]
     first = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 240
@@ -69,8 +119,12 @@ def test_killed_run_resumes_in_the_same_mlflow_run(tmp_path):
 
 def test_resume_with_changed_flags_is_refused(capsys, tmp_path):
     ckpt = str(tmp_path / "ckpt")
-    assert run(capsys, "train", *TINY, "--epochs", "1", "--no-track", "--json", "--checkpoint-dir", ckpt)[0] == 0
-    code, _, err = run(capsys, "train", *TINY, "--epochs", "2", "--no-track", "--checkpoint-dir", ckpt, "--resume")
+    assert (
+        run(capsys, "train", *TINY, "--epochs", "1", "--no-track", "--json", "--checkpoint-dir", ckpt)[0] == 0
+    )
+    code, _, err = run(
+        capsys, "train", *TINY, "--epochs", "2", "--no-track", "--checkpoint-dir", ckpt, "--resume"
+    )
     assert code == 2 and "train.epochs=1 (now 2)" in err and len(err.strip().splitlines()) == 1
 
 
@@ -95,7 +149,10 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, args, expected):
 
 def test_existing_checkpoint_is_not_overwritten_without_resume(capsys, tmp_path):
     ckpt = tmp_path / "ckpt"
-    assert run(capsys, "train", *TINY, "--epochs", "1", "--no-track", "--json", "--checkpoint-dir", str(ckpt))[0] == 0
+    assert (
+        run(capsys, "train", *TINY, "--epochs", "1", "--no-track", "--json", "--checkpoint-dir", str(ckpt))[0]
+        == 0
+    )
     before = (ckpt / "checkpoint.pt").read_bytes()
     code, _, err = run(capsys, "train", *TINY, "--epochs", "1", "--no-track", "--checkpoint-dir", str(ckpt))
     assert code == 2 and "--resume" in err

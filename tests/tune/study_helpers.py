@@ -38,11 +38,17 @@ def cli_env() -> dict[str, str]:
 def vitscale(*args: str, cwd: Path, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
     """Run the real CLI (`python -m vitscale`) in a subprocess, as a user would."""
     proc = subprocess.run(
-        [sys.executable, "-m", "vitscale", *args], cwd=cwd, env=cli_env(), capture_output=True,
-        text=True, timeout=timeout,
+        [sys.executable, "-m", "vitscale", *args],
+        cwd=cwd,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     if check and proc.returncode != 0:
-        raise AssertionError(f"vitscale {' '.join(args)} -> {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        raise AssertionError(
+            f"vitscale {' '.join(args)} -> {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
     return proc
 
 
@@ -65,4 +71,3 @@ def parent_runs(tracking_uri: str, study: str) -> list:
     return client.search_runs(
         [experiment.experiment_id], filter_string="tags.`vitscale.role` = 'study'", max_results=100
     )
-

@@ -62,8 +62,15 @@ def test_state_survives_save_and_restore(tmp_path):
 
 
 def _row(name, status="FINISHED", **metrics):
-    return TrialRow(run_id=name, trial_id=name, name=name, status=status, stopped_early=False,
-                    failure_reason="", metrics=metrics)
+    return TrialRow(
+        run_id=name,
+        trial_id=name,
+        name=name,
+        status=status,
+        stopped_early=False,
+        failure_reason="",
+        metrics=metrics,
+    )
 
 
 def test_best_trial_and_pareto_set_skip_failed_runs():

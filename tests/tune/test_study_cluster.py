@@ -13,33 +13,68 @@ pytestmark = pytest.mark.slow
 
 def test_two_node_study_spreads_trials_and_lands_in_the_mlflow_server(ray_cluster, mlflow_server, tmp_path):
     study = write_study(
-        tmp_path, "cluster-tiny",
-        space={"model.mixer": {"grid": ["attention", "ssog"]}, "model.regime": {"grid": ["discrete", "looped"]}},
+        tmp_path,
+        "cluster-tiny",
+        space={
+            "model.mixer": {"grid": ["attention", "ssog"]},
+            "model.regime": {"grid": ["discrete", "looped"]},
+        },
         search={"algorithm": "grid", "max_concurrent_trials": 2},
     )
-    proc = vitscale("study", "run", str(study), "--address", ray_cluster.gcs_address, "--tracking-uri",
-                    mlflow_server, "--storage", str(tmp_path / "results"), "--quiet", cwd=tmp_path)
+    proc = vitscale(
+        "study",
+        "run",
+        str(study),
+        "--address",
+        ray_cluster.gcs_address,
+        "--tracking-uri",
+        mlflow_server,
+        "--storage",
+        str(tmp_path / "results"),
+        "--quiet",
+        cwd=tmp_path,
+    )
     runs = child_runs(mlflow_server, "cluster-tiny")
-    statuses = sorted((r.data.tags["vitscale.status"], r.data.tags.get("vitscale.failure_reason", "")) for r in runs)
+    statuses = sorted(
+        (r.data.tags["vitscale.status"], r.data.tags.get("vitscale.failure_reason", "")) for r in runs
+    )
     assert statuses == [("FINISHED", "")] * 4, f"{statuses}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     assert len({r.data.tags["vitscale.node_id"] for r in runs}) == 2  # one 1-CPU trial per node at a time
 
 
 def test_submit_runs_the_study_as_a_ray_job(ray_cluster, mlflow_server, tmp_path):
     shrink = [
-        "name=submit-tiny", f"storage={tmp_path / 'results'}",
-        "space.model.width={grid: [16]}", "space.model.regime={grid: [discrete]}",
-        "trial.model.depth=1", "trial.data.resolution=16", "trial.data.num_train=192", "trial.data.num_val=96",
-        "trial.train.epochs=1", "scheduler.type=fifo",
+        "name=submit-tiny",
+        f"storage={tmp_path / 'results'}",
+        "space.model.width={grid: [16]}",
+        "space.model.regime={grid: [discrete]}",
+        "trial.model.depth=1",
+        "trial.data.resolution=16",
+        "trial.data.num_train=192",
+        "trial.data.num_val=96",
+        "trial.train.epochs=1",
+        "scheduler.type=fifo",
     ]
     sets = [arg for item in shrink for arg in ("--set", item)]
-    proc = vitscale("study", "submit", "studies/quickstart.yaml", "--address", ray_cluster.dashboard_url,
-                    "--tracking-uri", mlflow_server, *sets, cwd=REPO)
+    proc = vitscale(
+        "study",
+        "submit",
+        "studies/quickstart.yaml",
+        "--address",
+        ray_cluster.dashboard_url,
+        "--tracking-uri",
+        mlflow_server,
+        *sets,
+        cwd=REPO,
+    )
     job_id = proc.stdout.strip().splitlines()[-1]
     deadline, status = time.time() + 600, "PENDING"
     while time.time() < deadline:
-        rows = json.loads(vitscale("study", "status", job_id, "--address", ray_cluster.dashboard_url,
-                                   "--json", cwd=tmp_path).stdout)
+        rows = json.loads(
+            vitscale(
+                "study", "status", job_id, "--address", ray_cluster.dashboard_url, "--json", cwd=tmp_path
+            ).stdout
+        )
         status = rows[0]["status"]
         if status in ("SUCCEEDED", "FAILED", "STOPPED"):
             break
@@ -52,6 +87,17 @@ def test_submit_runs_the_study_as_a_ray_job(ray_cluster, mlflow_server, tmp_path
 
 
 def test_submit_refuses_a_store_the_cluster_cannot_write(tmp_path):
-    proc = vitscale("study", "submit", "studies/quickstart.yaml", "--address", "http://127.0.0.1:9",
-                    "--tracking-uri", "sqlite:///mlflow.db", cwd=REPO, check=False)
-    assert proc.returncode == 2 and "tracking.uri" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    proc = vitscale(
+        "study",
+        "submit",
+        "studies/quickstart.yaml",
+        "--address",
+        "http://127.0.0.1:9",
+        "--tracking-uri",
+        "sqlite:///mlflow.db",
+        cwd=REPO,
+        check=False,
+    )
+    assert (
+        proc.returncode == 2 and "tracking.uri" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    )

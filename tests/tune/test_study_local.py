@@ -18,13 +18,27 @@ pytestmark = pytest.mark.slow
 
 def test_grid_study_records_every_trial_and_a_diverging_one_fails_alone(tmp_path):
     study = write_study(
-        tmp_path, "grid-tiny",
+        tmp_path,
+        "grid-tiny",
         space={"model.mixer": {"grid": ["attention", "ssog"]}, "train.lr": {"grid": [3.0e-3, 1.0e30]}},
         search={"algorithm": "grid", "max_concurrent_trials": 2},
     )
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    proc = vitscale("study", "run", str(study), "--tracking-uri", uri, "--storage", str(tmp_path / "results"),
-                    "--num-cpus", "2", "--quiet", "--set", "trial.train.grad_clip=null", cwd=tmp_path)
+    proc = vitscale(
+        "study",
+        "run",
+        str(study),
+        "--tracking-uri",
+        uri,
+        "--storage",
+        str(tmp_path / "results"),
+        "--num-cpus",
+        "2",
+        "--quiet",
+        "--set",
+        "trial.train.grad_clip=null",
+        cwd=tmp_path,
+    )
     assert "4 trials — 2 finished, 0 stopped early, 2 failed" in proc.stdout.replace("\n", " ")
 
     [parent] = parent_runs(uri, "grid-tiny")
@@ -54,7 +68,8 @@ def test_grid_study_records_every_trial_and_a_diverging_one_fails_alone(tmp_path
 
 def test_tpe_study_replicates_seeds_and_keeps_the_optuna_history(tmp_path):
     study = write_study(
-        tmp_path, "tpe-tiny",
+        tmp_path,
+        "tpe-tiny",
         space={
             "model.mixer": {"choice": ["attention", "ssog"]},
             "model.num_gaussians": {"int": [1, 4], "when": {"model.mixer": "ssog"}},
@@ -64,8 +79,19 @@ def test_tpe_study_replicates_seeds_and_keeps_the_optuna_history(tmp_path):
         scheduler={"type": "asha", "grace_period": 1, "reduction_factor": 2},
     )
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    vitscale("study", "run", str(study), "--tracking-uri", uri, "--storage", str(tmp_path / "results"),
-             "--num-cpus", "2", "--quiet", cwd=tmp_path)
+    vitscale(
+        "study",
+        "run",
+        str(study),
+        "--tracking-uri",
+        uri,
+        "--storage",
+        str(tmp_path / "results"),
+        "--num-cpus",
+        "2",
+        "--quiet",
+        cwd=tmp_path,
+    )
     runs = child_runs(uri, "tpe-tiny")
     assert len(runs) == 6
     by_point = Counter(run.data.tags["vitscale.config_key"] for run in runs)
@@ -81,9 +107,21 @@ def test_tpe_study_replicates_seeds_and_keeps_the_optuna_history(tmp_path):
 
 def test_preflight_refuses_a_gpu_trial_on_a_cpu_cluster(tmp_path):
     study = write_study(tmp_path, "gpu-tiny")
-    proc = vitscale("study", "run", str(study), "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}",
-                    "--storage", str(tmp_path / "results"), "--set", "resources.gpu=1", "--num-cpus", "1",
-                    cwd=tmp_path, check=False)
+    proc = vitscale(
+        "study",
+        "run",
+        str(study),
+        "--tracking-uri",
+        f"sqlite:///{tmp_path / 'm.db'}",
+        "--storage",
+        str(tmp_path / "results"),
+        "--set",
+        "resources.gpu=1",
+        "--num-cpus",
+        "1",
+        cwd=tmp_path,
+        check=False,
+    )
     assert proc.returncode == 2
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "resources" in errors[0] and "1 GPU" in errors[0]
@@ -92,16 +130,41 @@ def test_preflight_refuses_a_gpu_trial_on_a_cpu_cluster(tmp_path):
 
 def test_driver_killed_mid_study_then_resume_finishes_exactly_the_plan(tmp_path):
     study = write_study(
-        tmp_path, "resume-tiny",
-        space={"model.mixer": {"grid": ["attention", "ssog"]}, "model.regime": {"grid": ["discrete", "looped"]}},
+        tmp_path,
+        "resume-tiny",
+        space={
+            "model.mixer": {"grid": ["attention", "ssog"]},
+            "model.regime": {"grid": ["discrete", "looped"]},
+        },
         search={"algorithm": "grid", "max_concurrent_trials": 1},
     )
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     results = tmp_path / "results"
-    command = [sys.executable, "-m", "vitscale", "study", "run", str(study), "--tracking-uri", uri,
-               "--storage", str(results), "--num-cpus", "1", "--quiet", "--set", "trial.train.epochs=3"]
-    driver = subprocess.Popen(command, cwd=tmp_path, env=cli_env(), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
+    command = [
+        sys.executable,
+        "-m",
+        "vitscale",
+        "study",
+        "run",
+        str(study),
+        "--tracking-uri",
+        uri,
+        "--storage",
+        str(results),
+        "--num-cpus",
+        "1",
+        "--quiet",
+        "--set",
+        "trial.train.epochs=3",
+    ]
+    driver = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env=cli_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = time.time() + 300
         while time.time() < deadline:
@@ -116,14 +179,25 @@ def test_driver_killed_mid_study_then_resume_finishes_exactly_the_plan(tmp_path)
         driver.wait()
     assert _finished(uri, "resume-tiny") < 4
 
-    proc = vitscale("study", "resume", "resume-tiny", "--storage", str(results), "--num-cpus", "1", "--quiet",
-                    cwd=tmp_path)
+    proc = vitscale(
+        "study",
+        "resume",
+        "resume-tiny",
+        "--storage",
+        str(results),
+        "--num-cpus",
+        "1",
+        "--quiet",
+        cwd=tmp_path,
+    )
     assert "4 finished" in proc.stdout
     runs = child_runs(uri, "resume-tiny")
     finished = [r for r in runs if r.data.tags["vitscale.status"] == "FINISHED"]
     assert len(finished) == 4
     assert len({r.data.tags["vitscale.trial_id"] for r in finished}) == 4
-    configs = Counter(json.dumps([r.data.params["model.mixer"], r.data.params["model.regime"]]) for r in finished)
+    configs = Counter(
+        json.dumps([r.data.params["model.mixer"], r.data.params["model.regime"]]) for r in finished
+    )
     assert set(configs.values()) == {1}  # each planned configuration finished exactly once
     from mlflow import MlflowClient
 

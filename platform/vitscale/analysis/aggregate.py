@@ -80,7 +80,9 @@ def aggregate_replicates(
     ids: list[str] = []
     reasons: list[str] = []
     failure = table.column("failure_reason").to_pylist()
-    stat_cols: dict[str, list[float]] = {f"{m}_{s}": [] for m in metrics for s in ("mean", "std", "ci95", "n")}
+    stat_cols: dict[str, list[float]] = {
+        f"{m}_{s}": [] for m in metrics for s in ("mean", "std", "ci95", "n")
+    }
     for k in order:
         idx = groups[k]
         use = [i for i in idx if used[i]]
@@ -89,11 +91,11 @@ def aggregate_replicates(
         counts["n_failed"].append(sum(status[i] == "FAILED" for i in idx))
         counts["n_stopped_early"].append(sum(bool(early[i]) for i in idx))
         counts["n_killed"].append(sum(status[i] == "KILLED" for i in idx))
-        counts["n_other"].append(
-            sum(status[i] not in ("FINISHED", "FAILED", "KILLED") for i in idx)
-        )
+        counts["n_other"].append(sum(status[i] not in ("FINISHED", "FAILED", "KILLED") for i in idx))
         ids.append(";".join(sorted(run_ids[i] for i in use)))
-        reasons.append(";".join(sorted({str(failure[i]) for i in idx if status[i] == "FAILED" and failure[i]})))
+        reasons.append(
+            ";".join(sorted({str(failure[i]) for i in idx if status[i] == "FAILED" and failure[i]}))
+        )
         for m in metrics:
             mean, std, half, n = mean_ci(values[m][use])
             for s, v in (("mean", mean), ("std", std), ("ci95", half), ("n", n)):
@@ -109,8 +111,10 @@ def aggregate_replicates(
 
 def _ordered(table: pa.Table, groups: dict[str, list[int]]) -> list[str]:
     """Groups sorted by regime, mixer (baseline first), width, resolution, series, key."""
-    cols = {c: table.column(c).to_pylist() if c in table.column_names else [None] * table.num_rows
-            for c in ("mixer", "regime", "width", "resolution", "series")}
+    cols = {
+        c: table.column(c).to_pylist() if c in table.column_names else [None] * table.num_rows
+        for c in ("mixer", "regime", "width", "resolution", "series")
+    }
     mixers = mixer_order([m for m in cols["mixer"] if m is not None])
     regimes = regime_order([r for r in cols["regime"] if r is not None])
 
@@ -118,7 +122,12 @@ def _ordered(table: pa.Table, groups: dict[str, list[int]]) -> list[str]:
         i = groups[key][0]
         m, r = cols["mixer"][i], cols["regime"][i]
         num = [cols[c][i] if isinstance(cols[c][i], int | float) else -1 for c in ("width", "resolution")]
-        return (regimes.index(r) if r in regimes else -1, mixers.index(m) if m in mixers else -1,
-                *num, str(cols["series"][i]), key)
+        return (
+            regimes.index(r) if r in regimes else -1,
+            mixers.index(m) if m in mixers else -1,
+            *num,
+            str(cols["series"][i]),
+            key,
+        )
 
     return sorted(groups, key=rank)

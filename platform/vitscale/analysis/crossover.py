@@ -40,7 +40,9 @@ class Crossover:
     largest: int | None
 
 
-def crossover_point(res: np.ndarray, advantage: np.ndarray) -> tuple[str, float | None, int | None, int | None]:
+def crossover_point(
+    res: np.ndarray, advantage: np.ndarray
+) -> tuple[str, float | None, int | None, int | None]:
     """(status, crossover, below, above) for advantages (log ratios, >0: candidate ahead) on sorted res."""
     if res.size == 0:
         return "no_common_resolution", None, None, None
@@ -79,17 +81,31 @@ def crossovers(agg: pa.Table) -> list[Crossover]:
                         ratio = np.array([c[r] / b[r] for r in common])
                         adv = np.log(ratio) if better == "higher" else -np.log(ratio)
                         status, x, lo, hi = crossover_point(common, adv)
-                        out.append(Crossover(
-                            regime, setting, cand, base, metric, status, x, lo, hi,
-                            float(ratio[-1]) if ratio.size else None,
-                            int(common[-1]) if common.size else None))
+                        out.append(
+                            Crossover(
+                                regime,
+                                setting,
+                                cand,
+                                base,
+                                metric,
+                                status,
+                                x,
+                                lo,
+                                hi,
+                                float(ratio[-1]) if ratio.size else None,
+                                int(common[-1]) if common.size else None,
+                            )
+                        )
     return out
 
 
 def _curve(rows: list[int], series: list, res: np.ndarray, vals: np.ndarray, name: str) -> dict:
     """resolution -> mean value of one series (positive, finite values only)."""
-    return {float(res[i]): float(vals[i]) for i in rows
-            if series[i] == name and np.isfinite(vals[i]) and vals[i] > 0 and np.isfinite(res[i])}
+    return {
+        float(res[i]): float(vals[i])
+        for i in rows
+        if series[i] == name and np.isfinite(vals[i]) and vals[i] > 0 and np.isfinite(res[i])
+    }
 
 
 def write_crossovers(items: list[Crossover], path: Path) -> None:

@@ -44,7 +44,9 @@ class Style:
         spare = iter(SPARE_COLORS * 4)
         self.color = {m: MIXER_COLORS.get(m) or next(spare) for m in mixer_order([m for m in mixers if m])}
         markers = iter(SPARE_MARKERS * 4)
-        self.marker = {r: REGIME_MARKERS.get(r) or next(markers) for r in regime_order([r for r in regimes if r])}
+        self.marker = {
+            r: REGIME_MARKERS.get(r) or next(markers) for r in regime_order([r for r in regimes if r])
+        }
 
     def of(self, mixer, regime) -> dict:
         return {"color": self.color.get(mixer, "gray"), "marker": self.marker.get(regime, "x")}
@@ -98,8 +100,9 @@ def _ci(col: np.ndarray, scale: float = 1.0) -> np.ndarray:
     return np.nan_to_num(col * scale, nan=0.0)
 
 
-def accuracy_figure(agg: pa.Table, x: str, front: Front | None, out_dir: Path, name: str,
-                    title: str, logx: bool = True) -> list[Path]:
+def accuracy_figure(
+    agg: pa.Table, x: str, front: Front | None, out_dir: Path, name: str, title: str, logx: bool = True
+) -> list[Path]:
     """Mean top-1 (%) with seed CIs against a cost; the front as a step line."""
     rows = agg.filter(pc.greater(agg.column("n_used"), 0))
     if x == "nfe_mean":
@@ -108,15 +111,26 @@ def accuracy_figure(agg: pa.Table, x: str, front: Front | None, out_dir: Path, n
     fig, ax = _axes(title, LABELS.get(x, x), LABELS["val_top1"], logx=logx)
     _points(ax, rows, f"{x}_mean", "val_top1_mean", "val_top1_ci95", style, scale=100.0)
     if front is not None and front.table.num_rows:
-        fx, fy = as_float(front.table.column(f"{x}_mean")), 100 * as_float(front.table.column("val_top1_mean"))
+        fx, fy = (
+            as_float(front.table.column(f"{x}_mean")),
+            100 * as_float(front.table.column("val_top1_mean")),
+        )
         ax.step(fx, fy, where="post", color="black", lw=1.2, alpha=0.7, zorder=1, label="Pareto front")
         ax.scatter(fx, fy, s=140, facecolors="none", edgecolors="black", lw=1.2, zorder=4)
     ax.legend(fontsize=8, loc="best")
     return save(fig, out_dir, name)
 
 
-def _points(ax, rows: pa.Table, xcol: str, ycol: str, cicol: str | None, style: Style,
-            scale: float = 1.0, transform=None) -> None:
+def _points(
+    ax,
+    rows: pa.Table,
+    xcol: str,
+    ycol: str,
+    cicol: str | None,
+    style: Style,
+    scale: float = 1.0,
+    transform=None,
+) -> None:
     mixers, regimes = rows.column("mixer").to_pylist(), rows.column("regime").to_pylist()
     xs, ys = as_float(rows.column(xcol)), as_float(rows.column(ycol))
     ci = as_float(rows.column(cicol)) if cicol and cicol in rows.column_names else np.full(xs.size, np.nan)
@@ -127,43 +141,81 @@ def _points(ax, rows: pa.Table, xcol: str, ycol: str, cicol: str | None, style: 
             idx = [i for i in range(rows.num_rows) if mixers[i] == mixer and regimes[i] == regime]
             if not idx:
                 continue
-            ax.errorbar(xs[idx], ys[idx] * scale, yerr=_ci(ci[idx], scale), ls="none", ms=6, capsize=3,
-                        label=f"{mixer} · {regime}", zorder=3, **style.of(mixer, regime))
+            ax.errorbar(
+                xs[idx],
+                ys[idx] * scale,
+                yerr=_ci(ci[idx], scale),
+                ls="none",
+                ms=6,
+                capsize=3,
+                label=f"{mixer} · {regime}",
+                zorder=3,
+                **style.of(mixer, regime),
+            )
 
 
-def error_figure(agg: pa.Table, fits: list[PowerLawFit], out_dir: Path, name: str = "error_vs_params") -> list[Path]:
+def error_figure(
+    agg: pa.Table, fits: list[PowerLawFit], out_dir: Path, name: str = "error_vs_params"
+) -> list[Path]:
     """Top-1 error (%) vs params, log-log, with each mixer x regime's fitted a·P^-b + c."""
     rows = agg.filter(pc.greater(agg.column("n_used"), 0))
     style = style_for(agg)
-    fig, ax = _axes("Scaling: error vs parameters", LABELS["params"], "validation top-1 error (%)",
-                    logx=True, logy=True)
-    _points(ax, rows, "params_mean", "val_top1_mean", "val_top1_ci95", style, scale=100.0,
-            transform=lambda y: 1.0 - y)
+    fig, ax = _axes(
+        "Scaling: error vs parameters", LABELS["params"], "validation top-1 error (%)", logx=True, logy=True
+    )
+    _points(
+        ax,
+        rows,
+        "params_mean",
+        "val_top1_mean",
+        "val_top1_ci95",
+        style,
+        scale=100.0,
+        transform=lambda y: 1.0 - y,
+    )
     params = as_float(rows.column("params_mean"))
     for fit in fits:
         if fit.status != "ok":
             continue
         mixer, regime = fit.group["mixer"], fit.group["regime"]
-        sel = [i for i, (m, r) in enumerate(zip(rows.column("mixer").to_pylist(),
-                                                rows.column("regime").to_pylist(), strict=True))
-               if m == mixer and r == regime]
+        sel = [
+            i
+            for i, (m, r) in enumerate(
+                zip(rows.column("mixer").to_pylist(), rows.column("regime").to_pylist(), strict=True)
+            )
+            if m == mixer and r == regime
+        ]
         lo, hi = np.nanmin(params[sel]), np.nanmax(params[sel])
         grid = np.geomspace(lo / 1.25, hi * 1.25, 100)
-        ax.plot(grid, 100 * fit.predict(grid), color=style.of(mixer, regime)["color"],
-                ls=REGIME_STYLES.get(regime, "-"), lw=1.2, label=f"fit {mixer} · {regime}: b={fit.b:.2f}")
+        ax.plot(
+            grid,
+            100 * fit.predict(grid),
+            color=style.of(mixer, regime)["color"],
+            ls=REGIME_STYLES.get(regime, "-"),
+            lw=1.2,
+            label=f"fit {mixer} · {regime}: b={fit.b:.2f}",
+        )
     ax.legend(fontsize=7, loc="best")
     return save(fig, out_dir, name)
 
 
-def resolution_figure(agg: pa.Table, metric: str, front: Front | None, crossings: list, out_dir: Path,
-                      name: str, title: str) -> list[Path]:
+def resolution_figure(
+    agg: pa.Table, metric: str, front: Front | None, crossings: list, out_dir: Path, name: str, title: str
+) -> list[Path]:
     """A benchmark metric vs resolution, one line per series x regime (x setting), log-log."""
     rows = agg.filter(pc.greater(agg.column("n_used"), 0))
     style = style_for(agg)
     fig, ax = _axes(title, LABELS["resolution"], LABELS[metric], logx=True, logy=True)
-    keys = list(zip(rows.column("series").to_pylist(), rows.column("regime").to_pylist(),
-                    rows.column("mixer").to_pylist(), rows.column("backend").to_pylist(),
-                    rows.column("setting").to_pylist(), strict=True))
+    keys = list(
+        zip(
+            rows.column("series").to_pylist(),
+            rows.column("regime").to_pylist(),
+            rows.column("mixer").to_pylist(),
+            rows.column("backend").to_pylist(),
+            rows.column("setting").to_pylist(),
+            strict=True,
+        )
+    )
     res, vals = as_float(rows.column("resolution")), as_float(rows.column(f"{metric}_mean"))
     ci = as_float(rows.column(f"{metric}_ci95"))
     for key in dict.fromkeys(keys):
@@ -172,35 +224,75 @@ def resolution_figure(agg: pa.Table, metric: str, front: Front | None, crossings
         idx = idx[np.argsort(res[idx])]
         ls = BACKEND_STYLES.get(backend, "-") if mixer == "attention" else "-"
         label = f"{series} · {regime}" + (f" ({setting})" if setting else "")
-        ax.errorbar(res[idx], vals[idx], yerr=_ci(ci[idx]), ls=ls, ms=5, capsize=3, lw=1.2, label=label,
-                    **style.of(mixer, regime))
+        ax.errorbar(
+            res[idx],
+            vals[idx],
+            yerr=_ci(ci[idx]),
+            ls=ls,
+            ms=5,
+            capsize=3,
+            lw=1.2,
+            label=label,
+            **style.of(mixer, regime),
+        )
     _log_axis(ax.xaxis, sorted({float(r) for r in res if np.isfinite(r)}))
     if front is not None and front.table.num_rows:
-        ax.scatter(as_float(front.table.column("resolution")), as_float(front.table.column(f"{metric}_mean")),
-                   s=120, facecolors="none", edgecolors="black", lw=1.1, zorder=4, label="best per resolution")
+        ax.scatter(
+            as_float(front.table.column("resolution")),
+            as_float(front.table.column(f"{metric}_mean")),
+            s=120,
+            facecolors="none",
+            edgecolors="black",
+            lw=1.1,
+            zorder=4,
+            label="best per resolution",
+        )
     marks: dict[int, dict[str, list[str]]] = {}
     for c in crossings:
         if c.metric == metric and c.resolution:
-            marks.setdefault(round(c.resolution), {}).setdefault(f"{c.candidate} passes {c.baseline}", []).append(c.regime)
+            marks.setdefault(round(c.resolution), {}).setdefault(
+                f"{c.candidate} passes {c.baseline}", []
+            ).append(c.regime)
     for x, who in marks.items():  # one line per crossover resolution, naming every pair crossing there
         ax.axvline(x, color="gray", ls=":", lw=1)
         text = f"{x} px: " + "; ".join(f"{k} ({', '.join(v)})" for k, v in who.items())
-        ax.annotate(text, (x, 0.02), xycoords=("data", "axes fraction"), xytext=(3, 0), textcoords="offset points",
-                    rotation=90, fontsize=6, color="gray", va="bottom", ha="left")
+        ax.annotate(
+            text,
+            (x, 0.02),
+            xycoords=("data", "axes fraction"),
+            xytext=(3, 0),
+            textcoords="offset points",
+            rotation=90,
+            fontsize=6,
+            color="gray",
+            va="bottom",
+            ha="left",
+        )
     ax.legend(fontsize=7, loc="best")
     return save(fig, out_dir, name)
 
 
-def cost_figure(agg: pa.Table, exponents: list[dict], out_dir: Path, name: str = "time_vs_tokens") -> list[Path]:
+def cost_figure(
+    agg: pa.Table, exponents: list[dict], out_dir: Path, name: str = "time_vs_tokens"
+) -> list[Path]:
     """Seconds per image vs tokens, log-log, with each series' fitted power (the cost exponent)."""
     rows = agg.filter(pc.greater(agg.column("n_used"), 0))
     style = style_for(agg)
-    fig, ax = _axes("Cost exponents: time vs tokens", "tokens per image", "time per image (s)",
-                    logx=True, logy=True)
+    fig, ax = _axes(
+        "Cost exponents: time vs tokens", "tokens per image", "time per image (s)", logx=True, logy=True
+    )
     tok = "tokens_mean" if "tokens_mean" in rows.column_names else "tokens"
-    ips = "images_per_second_mean" if "images_per_second_mean" in rows.column_names else "train_images_per_second_mean"
+    ips = (
+        "images_per_second_mean"
+        if "images_per_second_mean" in rows.column_names
+        else "train_images_per_second_mean"
+    )
     series, regimes = rows.column("series").to_pylist(), rows.column("regime").to_pylist()
-    mixers, x, y = rows.column("mixer").to_pylist(), as_float(rows.column(tok)), 1.0 / as_float(rows.column(ips))
+    mixers, x, y = (
+        rows.column("mixer").to_pylist(),
+        as_float(rows.column(tok)),
+        1.0 / as_float(rows.column(ips)),
+    )
     for e in exponents:
         if e["quantity"] != "seconds_per_image":
             continue
@@ -209,8 +301,13 @@ def cost_figure(agg: pa.Table, exponents: list[dict], out_dir: Path, name: str =
         ax.plot(x[idx], y[idx], ls="none", **st)
         grid = np.geomspace(np.nanmin(x[idx]), np.nanmax(x[idx]), 50)
         backend = e["series"].split("/")[1] if e["series"].startswith("attention/") else None
-        ax.plot(grid, np.exp(e["intercept"]) * grid ** e["slope"], color=st["color"], lw=1,
-                ls=BACKEND_STYLES.get(backend, "-"),
-                label=f"{e['series']} · {e['regime']}: slope {e['slope']:.2f}")
+        ax.plot(
+            grid,
+            np.exp(e["intercept"]) * grid ** e["slope"],
+            color=st["color"],
+            lw=1,
+            ls=BACKEND_STYLES.get(backend, "-"),
+            label=f"{e['series']} · {e['regime']}: slope {e['slope']:.2f}",
+        )
     ax.legend(fontsize=7, loc="best")
     return save(fig, out_dir, name)

@@ -68,8 +68,7 @@ def _fit(x: np.ndarray, err: np.ndarray, starts: list[tuple[float, float, float]
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", OptimizeWarning)
-                popt, _ = curve_fit(_model, x, err, p0=p0, bounds=(lower, upper), max_nfev=2000,
-                                    jac=_jac)
+                popt, _ = curve_fit(_model, x, err, p0=p0, bounds=(lower, upper), max_nfev=2000, jac=_jac)
         except (RuntimeError, ValueError):
             continue
         sse = float(((_model(x, *popt) - err) ** 2).sum())
@@ -89,8 +88,9 @@ def _starts(x: np.ndarray, err: np.ndarray) -> list[tuple[float, float, float]]:
     return out
 
 
-def fit_power_law(params: np.ndarray, error: np.ndarray, *, n_boot: int = N_BOOT, seed: int = 0,
-                  level: float = 0.95) -> PowerLawFit:
+def fit_power_law(
+    params: np.ndarray, error: np.ndarray, *, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95
+) -> PowerLawFit:
     """Fit error = a·P^(-b) + c with bootstrap percentile CIs (fixed seed: same input, same numbers)."""
     p, err = np.asarray(params, dtype=float), np.asarray(error, dtype=float)
     ok = np.isfinite(p) & np.isfinite(err) & (p > 0)
@@ -174,10 +174,15 @@ def cost_exponents(agg: pa.Table) -> list[dict]:
     tokens_col = "tokens_mean" if "tokens_mean" in agg.column_names else "tokens"
     if tokens_col not in agg.column_names or "n_used" not in agg.column_names:
         return []
-    ips = next((c for c in ("images_per_second_mean", "train_images_per_second_mean") if c in agg.column_names), None)
-    quantities = {"flops_per_image": as_float(agg.column("flops_per_image_mean"))
-                  if "flops_per_image_mean" in agg.column_names else None,
-                  "seconds_per_image": 1.0 / as_float(agg.column(ips)) if ips else None}
+    ips = next(
+        (c for c in ("images_per_second_mean", "train_images_per_second_mean") if c in agg.column_names), None
+    )
+    quantities = {
+        "flops_per_image": as_float(agg.column("flops_per_image_mean"))
+        if "flops_per_image_mean" in agg.column_names
+        else None,
+        "seconds_per_image": 1.0 / as_float(agg.column(ips)) if ips else None,
+    }
     tokens, n_used = as_float(agg.column(tokens_col)), as_float(agg.column("n_used"))
     keys = ["series", "regime", "setting"]
     rows = list(zip(*(agg.column(k).to_pylist() for k in keys), strict=True))

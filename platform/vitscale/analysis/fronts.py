@@ -58,7 +58,9 @@ def with_setting(agg: pa.Table, param_columns: list[str]) -> pa.Table:
     """Add `setting`: "k=v, ..." over the setting columns ("" when nothing else varies)."""
     cols = setting_columns(agg, param_columns)
     values = [agg.column(c).to_pylist() for c in cols]
-    labels = [", ".join(f"{c}={v[i]}" for c, v in zip(cols, values, strict=True)) for i in range(agg.num_rows)]
+    labels = [
+        ", ".join(f"{c}={v[i]}" for c, v in zip(cols, values, strict=True)) for i in range(agg.num_rows)
+    ]
     return agg.append_column("setting", pa.array(labels, pa.string()))
 
 
@@ -111,7 +113,9 @@ def front_csv_columns(front: Front, table: pa.Table, param_columns: list[str]) -
     """What a front CSV holds: identity, the two axes' statistics, counts, run ids, then the config."""
     cols = [c for c in (*DESCRIPTIVE, "setting") if c in table.column_names]
     for metric in dict.fromkeys([front.x, front.y]):
-        cols += [f"{metric}_{s}" for s in ("mean", "std", "ci95", "n") if f"{metric}_{s}" in table.column_names]
+        cols += [
+            f"{metric}_{s}" for s in ("mean", "std", "ci95", "n") if f"{metric}_{s}" in table.column_names
+        ]
     cols += [*COUNT_COLUMNS, "run_ids", "group_key"]
     cols += [c for c in param_columns if c in table.column_names and c not in cols]
     return cols

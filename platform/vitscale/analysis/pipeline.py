@@ -32,9 +32,18 @@ from vitscale.analysis.runs import StudyRuns, load_study_runs, read_snapshot, wr
 from vitscale.errors import UserError
 
 
-def analyze(study: str, tracking_uri: str | None = None, out: Path | str | None = None,
-            from_parquet: Path | str | None = None, *, experiment: str | None = None, n_boot: int = N_BOOT,
-            seed: int = 0, log_artifacts: bool = True, console: Console | None = None) -> AnalysisResult:
+def analyze(
+    study: str,
+    tracking_uri: str | None = None,
+    out: Path | str | None = None,
+    from_parquet: Path | str | None = None,
+    *,
+    experiment: str | None = None,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    log_artifacts: bool = True,
+    console: Console | None = None,
+) -> AnalysisResult:
     """Analyse `study` from MLflow (or a runs.parquet snapshot) into `out` (default reports/STUDY/).
 
     From MLflow the whole output directory is logged back under `analysis/` of the study's newest
@@ -42,8 +51,13 @@ def analyze(study: str, tracking_uri: str | None = None, out: Path | str | None 
     """
     out_dir = Path(out) if out is not None else Path("reports") / study
     console = console or Console(stderr=True)
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
     # Off when stderr is not a terminal: logs and captured output get no progress residue.
     with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
         step = progress.add_task(f"analyze {study}: reading runs", total=7)
@@ -55,8 +69,15 @@ def analyze(study: str, tracking_uri: str | None = None, out: Path | str | None 
         snap = read_snapshot(runs_path)  # analyse what was written: MLflow and --from agree exactly
         params, metrics = snap.param_columns, snap.metric_columns
         runs = with_fields(snap.table)
-        res = AnalysisResult(study=snap.study, kind=snap.kind, out_dir=out_dir, runs=runs, aggregates=runs,
-                             parent_run_ids=source.parent_run_ids, runs_path=runs_path)
+        res = AnalysisResult(
+            study=snap.study,
+            kind=snap.kind,
+            out_dir=out_dir,
+            runs=runs,
+            aggregates=runs,
+            parent_run_ids=source.parent_run_ids,
+            runs_path=runs_path,
+        )
 
         progress.update(step, advance=1, description="aggregating replicates")
         by = None
@@ -72,8 +93,7 @@ def analyze(study: str, tracking_uri: str | None = None, out: Path | str | None 
         progress.update(step, advance=1, description="scaling-law fits (bootstrap)")
         if res.kind != "benchmark":
             groups = progress.add_task("  bootstrap per mixer × regime", total=None)
-            res.fits = scaling_fits(runs, n_boot=n_boot, seed=seed,
-                                    on_group=lambda: progress.advance(groups))
+            res.fits = scaling_fits(runs, n_boot=n_boot, seed=seed, on_group=lambda: progress.advance(groups))
             progress.remove_task(groups)
         res.cost_exponents = cost_exponents(res.aggregates)
         if res.kind == "benchmark":
@@ -94,13 +114,17 @@ def analyze(study: str, tracking_uri: str | None = None, out: Path | str | None 
     return res
 
 
-def _read(study: str, tracking_uri: str | None, from_parquet: Path | str | None, experiment: str | None) -> StudyRuns:
+def _read(
+    study: str, tracking_uri: str | None, from_parquet: Path | str | None, experiment: str | None
+) -> StudyRuns:
     if from_parquet is None:
         return load_study_runs(study, tracking_uri, experiment)
     snap = read_snapshot(Path(from_parquet))
     if study and snap.study != study:
-        raise UserError(f"--from: {from_parquet} holds study '{snap.study}', not '{study}'; "
-                        f"pass `vitscale analyze {snap.study} --from {from_parquet}`")
+        raise UserError(
+            f"--from: {from_parquet} holds study '{snap.study}', not '{study}'; "
+            f"pass `vitscale analyze {snap.study} --from {from_parquet}`"
+        )
     return snap
 
 
@@ -108,8 +132,13 @@ def _write_fits(res: AnalysisResult, n_boot: int, seed: int) -> Path:
     doc = {
         "study": res.study,
         "kind": res.kind,
-        "settings": {"n_boot": n_boot, "seed": seed, "ci_level": 0.95, "min_distinct_params": 3,
-                     "model": "error(P) = a * P**(-b) + c, error = 1 - val_top1, P = params"},
+        "settings": {
+            "n_boot": n_boot,
+            "seed": seed,
+            "ci_level": 0.95,
+            "min_distinct_params": 3,
+            "model": "error(P) = a * P**(-b) + c, error = 1 - val_top1, P = params",
+        },
         "power_law": [fit_to_dict(f) for f in res.fits],
         "cost_exponents": res.cost_exponents,
         "crossovers": [asdict(c) for c in res.crossovers],
@@ -124,19 +153,24 @@ def _figures(res: AnalysisResult) -> list[Path]:
     fronts = {f.name: f for f in res.fronts}
     paths: list[Path] = []
     if res.kind == "benchmark":
-        for metric, name, title in (("images_per_second", "throughput_vs_resolution", "Throughput vs resolution"),
-                                    ("peak_memory_mb", "memory_vs_resolution", "Peak memory vs resolution")):
+        for metric, name, title in (
+            ("images_per_second", "throughput_vs_resolution", "Throughput vs resolution"),
+            ("peak_memory_mb", "memory_vs_resolution", "Peak memory vs resolution"),
+        ):
             if f"{metric}_mean" in agg.column_names:
-                paths += figs.resolution_figure(agg, metric, fronts.get(f"resolution_{metric}"), res.crossovers,
-                                                out, name, title)
+                paths += figs.resolution_figure(
+                    agg, metric, fronts.get(f"resolution_{metric}"), res.crossovers, out, name, title
+                )
         if any(e["quantity"] == "seconds_per_image" for e in res.cost_exponents):
             paths += figs.cost_figure(agg, res.cost_exponents, out)
         return paths
     if "val_top1_mean" not in agg.column_names:
         return paths
-    for x, name, title, logx in (("params", "accuracy_vs_params", "Accuracy vs parameters", True),
-                                 ("flops_per_image", "accuracy_vs_flops", "Accuracy vs FLOPs", True),
-                                 ("nfe_mean", "accuracy_vs_nfe", "Accuracy vs NFE (ODE regime)", False)):
+    for x, name, title, logx in (
+        ("params", "accuracy_vs_params", "Accuracy vs parameters", True),
+        ("flops_per_image", "accuracy_vs_flops", "Accuracy vs FLOPs", True),
+        ("nfe_mean", "accuracy_vs_nfe", "Accuracy vs NFE (ODE regime)", False),
+    ):
         front = fronts.get(f"{x}_val_top1")
         if front is not None:
             paths += figs.accuracy_figure(agg, x, front, out, name, title, logx=logx)
@@ -152,7 +186,9 @@ def _log(source: StudyRuns, out_dir: Path, console: Console) -> str | None:
 
     parent = source.parent_run_ids[0]
     try:
-        MlflowClient(tracking_uri=source.tracking_uri).log_artifacts(parent, str(out_dir), artifact_path="analysis")
+        MlflowClient(tracking_uri=source.tracking_uri).log_artifacts(
+            parent, str(out_dir), artifact_path="analysis"
+        )
     except (MlflowException, OSError) as exc:
         console.print(f"[yellow]warning: could not log the analysis to MLflow run {parent}: {exc}[/]")
         return None

@@ -43,21 +43,28 @@ def num(value, digits: int = 4) -> str:
 
 
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(r) + " |" for r in rows), ""]
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        *("| " + " | ".join(r) + " |" for r in rows),
+        "",
+    ]
 
 
 def header_lines(res: AnalysisResult) -> list[str]:
     c = res.counts()
     parents = ", ".join(f"`{p}`" for p in res.parent_run_ids) or "—"
     return [
-        f"# {res.study}: analysis", "",
+        f"# {res.study}: analysis",
+        "",
         f"{'Benchmark' if res.kind == 'benchmark' else 'Training'} study · {c['runs']} trial runs: "
         f"{c['used']} used, {c['failed']} failed, {c['stopped_early']} stopped early, "
-        f"{c['killed']} killed, {c['other']} other · parent run(s): {parents}", "",
+        f"{c['killed']} killed, {c['other']} other · parent run(s): {parents}",
+        "",
         "Statistics use runs that finished their schedule (status FINISHED, not stopped early); failed, "
         "killed and stopped-early trials are counted per configuration, not averaged. "
-        "`±` is the 95 % Student-t interval over seeds.", "",
+        "`±` is the 95 % Student-t interval over seeds.",
+        "",
     ]
 
 
@@ -68,7 +75,11 @@ def paper_table(res: AnalysisResult) -> list[str]:
         return []
     mix, reg, wid = (agg.column(c).to_pylist() for c in ("mixer", "regime", "width"))
     top1, ci, n = (as_float(agg.column(c)) for c in ("val_top1_mean", "val_top1_ci95", "val_top1_n"))
-    params = as_float(agg.column("params_mean")) if "params_mean" in agg.column_names else np.full(len(mix), np.nan)
+    params = (
+        as_float(agg.column("params_mean"))
+        if "params_mean" in agg.column_names
+        else np.full(len(mix), np.nan)
+    )
     cells: dict[tuple, list[int]] = {}
     for i in range(agg.num_rows):
         cells.setdefault((reg[i], wid[i], mix[i]), []).append(i)
@@ -91,11 +102,25 @@ def paper_table(res: AnalysisResult) -> list[str]:
     if not rows:
         return []
     out = ["## Top-1 by regime and width", ""]
-    out += table(["regime", "width", f"{BASELINE} top-1 (%)", f"{BASELINE} params", f"{CANDIDATE} top-1 (%)",
-                  f"{CANDIDATE} params", "Δ top-1 (points)", "Δ params"], rows)
+    out += table(
+        [
+            "regime",
+            "width",
+            f"{BASELINE} top-1 (%)",
+            f"{BASELINE} params",
+            f"{CANDIDATE} top-1 (%)",
+            f"{CANDIDATE} params",
+            "Δ top-1 (points)",
+            "Δ params",
+        ],
+        rows,
+    )
     if several:
-        out += ["Where a cell holds several configurations, the one with the best mean top-1 is shown "
-                "(all are under *All configurations*).", ""]
+        out += [
+            "Where a cell holds several configurations, the one with the best mean top-1 is shown "
+            "(all are under *All configurations*).",
+            "",
+        ]
     return out
 
 
@@ -114,8 +139,11 @@ def configurations_table(res: AnalysisResult) -> list[str]:
         row += [str(agg.column(c)[i].as_py()) for c in ("n_runs", "n_used", "n_failed", "n_stopped_early")]
         rows.append(row)
     header = ["regime", "mixer", "width"] + (["top-1 (%)"] if "val_top1_mean" in get else [])
-    header += [h for m, h in (("params", "params"), ("flops_per_image", "FLOPs/image"), ("nfe_mean", "NFE"))
-               if f"{m}_mean" in get]
+    header += [
+        h
+        for m, h in (("params", "params"), ("flops_per_image", "FLOPs/image"), ("nfe_mean", "NFE"))
+        if f"{m}_mean" in get
+    ]
     return ["## All configurations", "", *table(header + ["runs", "used", "failed", "stopped early"], rows)]
 
 
@@ -126,10 +154,19 @@ def fronts_section(res: AnalysisResult) -> list[str]:
             continue
         out += [f"### {f.y} vs {f.x} ([pareto_{f.name}.csv](pareto_{f.name}.csv))", ""]
         t = f.table
-        xs, ys, ci, n = (as_float(t.column(c)) for c in (f"{f.x}_mean", "val_top1_mean", "val_top1_ci95", "val_top1_n"))
-        rows = [[str(t.column("mixer")[i].as_py()), str(t.column("regime")[i].as_py()), str(t.column("width")[i].as_py()),
-                 si(xs[i]) if f.x != "nfe_mean" else num(float(xs[i]), 3), pm(ys[i], ci[i], n[i], 100)]
-                for i in range(t.num_rows)]
+        xs, ys, ci, n = (
+            as_float(t.column(c)) for c in (f"{f.x}_mean", "val_top1_mean", "val_top1_ci95", "val_top1_n")
+        )
+        rows = [
+            [
+                str(t.column("mixer")[i].as_py()),
+                str(t.column("regime")[i].as_py()),
+                str(t.column("width")[i].as_py()),
+                si(xs[i]) if f.x != "nfe_mean" else num(float(xs[i]), 3),
+                pm(ys[i], ci[i], n[i], 100),
+            ]
+            for i in range(t.num_rows)
+        ]
         out += table(["mixer", "regime", "width", f.x, "top-1 (%)"], rows)
     return out if len(out) > 2 else []
 
@@ -144,28 +181,54 @@ def fits_section(res: AnalysisResult) -> list[str]:
             notes.append(f"- {g}: {f.status} — {f.reason}")
             continue
         ci = {k: f"[{v[0]:.3g}, {v[1]:.3g}]" for k, v in f.ci.items()}
-        rows.append([f.group["mixer"], f.group["regime"], f"{f.b:.3f} {ci.get('b', '')}", f"{f.a:.3g} {ci.get('a', '')}",
-                     f"{100 * f.c:.2f} % [{', '.join(f'{100 * v:.2f}' for v in f.ci.get('c', []))}]",
-                     str(f.n_runs), str(f.n_distinct)])
-    out = ["## Scaling-law fits: error(P) = a·P^(−b) + c", "",
-           "Fitted on finished runs (error = 1 − top-1, P = parameters); 95 % bootstrap intervals in brackets "
-           "([fits.json](fits.json)).", ""]
+        rows.append(
+            [
+                f.group["mixer"],
+                f.group["regime"],
+                f"{f.b:.3f} {ci.get('b', '')}",
+                f"{f.a:.3g} {ci.get('a', '')}",
+                f"{100 * f.c:.2f} % [{', '.join(f'{100 * v:.2f}' for v in f.ci.get('c', []))}]",
+                str(f.n_runs),
+                str(f.n_distinct),
+            ]
+        )
+    out = [
+        "## Scaling-law fits: error(P) = a·P^(−b) + c",
+        "",
+        "Fitted on finished runs (error = 1 − top-1, P = parameters); 95 % bootstrap intervals in brackets "
+        "([fits.json](fits.json)).",
+        "",
+    ]
     if rows:
         out += table(["mixer", "regime", "b", "a", "c (error floor)", "runs", "distinct P"], rows)
     if any(f.status == "ok" and f.n_distinct == 3 for f in res.fits):
-        notes.append("- With 3 distinct sizes the 3-parameter law passes through the size means exactly: "
-                     "b and c are weakly determined (c = 0 is the lower bound of the fit).")
+        notes.append(
+            "- With 3 distinct sizes the 3-parameter law passes through the size means exactly: "
+            "b and c are weakly determined (c = 0 is the lower bound of the fit)."
+        )
     return out + notes + ([""] if notes else [])
 
 
 def exponents_section(res: AnalysisResult) -> list[str]:
     if not res.cost_exponents:
         return []
-    rows = [[e["series"], e["regime"], e["setting"] or "—", e["quantity"],
-             f"{e['slope']:.3f}" + (f" [{e['ci'][0]:.3f}, {e['ci'][1]:.3f}]" if e["ci"] else ""),
-             f"{e['r2']:.3f}", str(e["n"])] for e in res.cost_exponents]
-    return ["## Cost exponents (log–log slope against tokens)", "",
-            *table(["series", "regime", "setting", "quantity", "slope [95 % CI]", "r²", "points"], rows)]
+    rows = [
+        [
+            e["series"],
+            e["regime"],
+            e["setting"] or "—",
+            e["quantity"],
+            f"{e['slope']:.3f}" + (f" [{e['ci'][0]:.3f}, {e['ci'][1]:.3f}]" if e["ci"] else ""),
+            f"{e['r2']:.3f}",
+            str(e["n"]),
+        ]
+        for e in res.cost_exponents
+    ]
+    return [
+        "## Cost exponents (log–log slope against tokens)",
+        "",
+        *table(["series", "regime", "setting", "quantity", "slope [95 % CI]", "r²", "points"], rows),
+    ]
 
 
 def failures_section(res: AnalysisResult, limit: int = 100) -> list[str]:
@@ -175,10 +238,24 @@ def failures_section(res: AnalysisResult, limit: int = 100) -> list[str]:
     out = ["## Failed and stopped-early trials", ""]
     if not bad.num_rows:
         return out + ["None: every trial finished its schedule.", ""]
-    cols = ["trial_id", "mixer", "regime", "width", "resolution", "seed", "status", "stopped_early", "failure_reason"]
-    rows = [[num(bad.column(c)[i].as_py()) if bad.column(c)[i].as_py() is not None else "—" for c in cols]
-            for i in range(min(bad.num_rows, limit))]
-    out += table(["trial", "mixer", "regime", "width", "resolution", "seed", "status", "stopped early", "reason"], rows)
+    cols = [
+        "trial_id",
+        "mixer",
+        "regime",
+        "width",
+        "resolution",
+        "seed",
+        "status",
+        "stopped_early",
+        "failure_reason",
+    ]
+    rows = [
+        [num(bad.column(c)[i].as_py()) if bad.column(c)[i].as_py() is not None else "—" for c in cols]
+        for i in range(min(bad.num_rows, limit))
+    ]
+    out += table(
+        ["trial", "mixer", "regime", "width", "resolution", "seed", "status", "stopped early", "reason"], rows
+    )
     if bad.num_rows > limit:
         out += [f"… and {bad.num_rows - limit} more (all of them are in runs.parquet).", ""]
     return out

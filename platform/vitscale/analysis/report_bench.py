@@ -32,18 +32,30 @@ def measurement_tables(res: AnalysisResult) -> list[str]:
     bases = [s for s in names if str(s).startswith(BASELINE)]
     cands = [s for s in names if not str(s).startswith(BASELINE)]
     unit = {"images_per_second": "img/s", "peak_memory_mb": "MB"}
-    out = ["## Throughput and peak memory by regime and resolution", "",
-           "Throughput in images/s and peak memory in MB (mean ± 95 % CI over repeats where there are several); "
-           "ratios are candidate / baseline measured in the same sweep (`oom`: out of memory).", ""]
+    out = [
+        "## Throughput and peak memory by regime and resolution",
+        "",
+        "Throughput in images/s and peak memory in MB (mean ± 95 % CI over repeats where there are several); "
+        "ratios are candidate / baseline measured in the same sweep (`oom`: out of memory).",
+        "",
+    ]
     for setting in dict.fromkeys(settings):
         if setting:
             out += [f"### {setting}", ""]
         rows = []
         for regime in regime_order([r for r in regimes if r]):
-            for px in sorted({float(res_px[i]) for i in range(agg.num_rows)
-                              if regimes[i] == regime and settings[i] == setting}):
-                cell = {series[i]: i for i in range(agg.num_rows)
-                        if regimes[i] == regime and settings[i] == setting and res_px[i] == px}
+            for px in sorted(
+                {
+                    float(res_px[i])
+                    for i in range(agg.num_rows)
+                    if regimes[i] == regime and settings[i] == setting
+                }
+            ):
+                cell = {
+                    series[i]: i
+                    for i in range(agg.num_rows)
+                    if regimes[i] == regime and settings[i] == setting and res_px[i] == px
+                }
                 t = next((tok[i] for i in cell.values() if np.isfinite(tok[i])), float("nan"))
                 row = [regime, num(int(px)), num(int(t)) if np.isfinite(t) else "—"]
                 for s in names:
@@ -59,13 +71,21 @@ def measurement_tables(res: AnalysisResult) -> list[str]:
                     for b in bases:
                         for m in metrics:
                             ic, ib = cell.get(c), cell.get(b)
-                            r = vals[m][0][ic] / vals[m][0][ib] if ic is not None and ib is not None else float("nan")
+                            r = (
+                                vals[m][0][ic] / vals[m][0][ib]
+                                if ic is not None and ib is not None
+                                else float("nan")
+                            )
                             row.append(_ratio(r))
                 rows.append(row)
         header = ["regime", "resolution", "tokens"]
         header += [f"{s} {unit[m]}" for s in names for m in metrics]
-        header += [f"{c}/{b} {'throughput' if m == 'images_per_second' else 'memory'}"
-                   for c in cands for b in bases for m in metrics]
+        header += [
+            f"{c}/{b} {'throughput' if m == 'images_per_second' else 'memory'}"
+            for c in cands
+            for b in bases
+            for m in metrics
+        ]
         out += table(header, rows)
     return out
 
@@ -75,39 +95,90 @@ def crossover_section(res: AnalysisResult) -> list[str]:
         return []
     rows = []
     for c in res.crossovers:
-        where = f"{c.resolution:.0f} px" if c.resolution else {"ahead_throughout": "ahead at every resolution",
-                                                               "falls_behind": "ahead at first, not throughout",
-                                                               "never": "never"}.get(c.status, c.status)
+        where = (
+            f"{c.resolution:.0f} px"
+            if c.resolution
+            else {
+                "ahead_throughout": "ahead at every resolution",
+                "falls_behind": "ahead at first, not throughout",
+                "never": "never",
+            }.get(c.status, c.status)
+        )
         between = f"{c.below}–{c.above}" if c.below else "—"
-        rows.append([c.regime, c.setting or "—", c.candidate, c.baseline, {"images_per_second": "throughput", "peak_memory_mb": "peak memory"}.get(c.metric, c.metric), where,
-                     between, f"{c.ratio_at_largest:.2f}× at {c.largest}" if c.ratio_at_largest else "—"])
-    return ["## Crossover resolutions", "",
-            "Where the candidate overtakes the baseline: log-space interpolation between the two measured "
-            "resolutions around the sign change of log(ratio) ([crossovers.csv](crossovers.csv)).", "",
-            *table(["regime", "setting", "candidate", "baseline", "metric", "crossover", "between",
-                    "ratio at largest"], rows)]
+        rows.append(
+            [
+                c.regime,
+                c.setting or "—",
+                c.candidate,
+                c.baseline,
+                {"images_per_second": "throughput", "peak_memory_mb": "peak memory"}.get(c.metric, c.metric),
+                where,
+                between,
+                f"{c.ratio_at_largest:.2f}× at {c.largest}" if c.ratio_at_largest else "—",
+            ]
+        )
+    return [
+        "## Crossover resolutions",
+        "",
+        "Where the candidate overtakes the baseline: log-space interpolation between the two measured "
+        "resolutions around the sign change of log(ratio) ([crossovers.csv](crossovers.csv)).",
+        "",
+        *table(
+            [
+                "regime",
+                "setting",
+                "candidate",
+                "baseline",
+                "metric",
+                "crossover",
+                "between",
+                "ratio at largest",
+            ],
+            rows,
+        ),
+    ]
 
 
 def bench_fronts_section(res: AnalysisResult) -> list[str]:
     by_name = {f.name: f for f in res.fronts}
     cells: dict[tuple, dict[str, list[str]]] = {}
-    for key, front in (("fastest", by_name.get("resolution_images_per_second")),
-                       ("leanest", by_name.get("resolution_peak_memory_mb")),
-                       ("front", by_name.get("peak_memory_mb_images_per_second"))):
+    for key, front in (
+        ("fastest", by_name.get("resolution_images_per_second")),
+        ("leanest", by_name.get("resolution_peak_memory_mb")),
+        ("front", by_name.get("peak_memory_mb_images_per_second")),
+    ):
         if front is None:
             continue
         t = front.table
         for i in range(t.num_rows):
-            cell = (t.column("regime")[i].as_py(), t.column("resolution")[i].as_py(), t.column("setting")[i].as_py())
+            cell = (
+                t.column("regime")[i].as_py(),
+                t.column("resolution")[i].as_py(),
+                t.column("setting")[i].as_py(),
+            )
             cells.setdefault(cell, {}).setdefault(key, []).append(str(t.column("series")[i].as_py()))
     if not cells:
         return []
     order = sorted(cells, key=lambda k: (regime_order([c[0] for c in cells]).index(k[0]), k[2], k[1]))
-    rows = [[r, num(px), s or "—", *(", ".join(cells[(r, px, s)].get(k, [])) or "—"
-                                     for k in ("fastest", "leanest", "front"))] for r, px, s in order]
+    rows = [
+        [
+            r,
+            num(px),
+            s or "—",
+            *(", ".join(cells[(r, px, s)].get(k, [])) or "—" for k in ("fastest", "leanest", "front")),
+        ]
+        for r, px, s in order
+    ]
     links = " · ".join(f"[{f.path.name}]({f.path.name})" for f in res.fronts if f.path is not None)
-    return ["## Fronts per regime × resolution", "", f"CSV: {links}", "",
-            *table(["regime", "resolution", "setting", "fastest", "least memory", "throughput–memory front"], rows)]
+    return [
+        "## Fronts per regime × resolution",
+        "",
+        f"CSV: {links}",
+        "",
+        *table(
+            ["regime", "resolution", "setting", "fastest", "least memory", "throughput–memory front"], rows
+        ),
+    ]
 
 
 def bench_sections(res: AnalysisResult) -> list[str]:

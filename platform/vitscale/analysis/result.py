@@ -86,7 +86,9 @@ class AnalysisResult:
         run_top1 = as_float(self.runs.column("val_top1")) if "val_top1" in self.runs.column_names else None
         sel = self._runs_of(idx)
         row["best_top1"] = float(top1[best])
-        row["mean_top1"] = float(np.nanmean(run_top1[sel])) if run_top1 is not None and sel.size else float("nan")
+        row["mean_top1"] = (
+            float(np.nanmean(run_top1[sel])) if run_top1 is not None and sel.size else float("nan")
+        )
         if "params_mean" in agg.column_names:
             row["params"] = float(as_float(agg.column("params_mean"))[best])
         return row
@@ -94,9 +96,16 @@ class AnalysisResult:
     def _runs_of(self, idx: list[int]) -> np.ndarray:
         """Row indices in `runs` of the used runs of the given aggregate rows."""
         wanted = set(idx)
-        ids = {r for i, joined in enumerate(self.aggregates.column("run_ids").to_pylist()) if i in wanted
-               for r in joined.split(";") if r}
-        return np.array([i for i, r in enumerate(self.runs.column("run_id").to_pylist()) if r in ids], dtype=int)
+        ids = {
+            r
+            for i, joined in enumerate(self.aggregates.column("run_ids").to_pylist())
+            if i in wanted
+            for r in joined.split(";")
+            if r
+        }
+        return np.array(
+            [i for i, r in enumerate(self.runs.column("run_id").to_pylist()) if r in ids], dtype=int
+        )
 
 
 def series_order(names: list) -> list:

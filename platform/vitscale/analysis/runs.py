@@ -114,8 +114,15 @@ def _infer_kind(table: pa.Table, params: list[str]) -> str:
     return "benchmark" if any(p.startswith("bench.") for p in params) else "train"
 
 
-def _with_meta(table: pa.Table, *, study: str, kind: str, params: list[str], metrics: list[str],
-               parents: list[str] | None = None) -> pa.Table:
+def _with_meta(
+    table: pa.Table,
+    *,
+    study: str,
+    kind: str,
+    params: list[str],
+    metrics: list[str],
+    parents: list[str] | None = None,
+) -> pa.Table:
     meta = {
         "vitscale.study": study,
         "vitscale.kind": kind,
@@ -129,8 +136,14 @@ def _with_meta(table: pa.Table, *, study: str, kind: str, params: list[str], met
 def write_snapshot(runs: StudyRuns, path: Path) -> Path:
     """Write runs.parquet; the schema metadata carries study, kind, parents and column roles."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    table = _with_meta(runs.table, study=runs.study, kind=runs.kind, params=runs.param_columns,
-                       metrics=runs.metric_columns, parents=runs.parent_run_ids)
+    table = _with_meta(
+        runs.table,
+        study=runs.study,
+        kind=runs.kind,
+        params=runs.param_columns,
+        metrics=runs.metric_columns,
+        parents=runs.parent_run_ids,
+    )
     pq.write_table(table, path)
     return path
 
@@ -147,8 +160,12 @@ def read_snapshot(path: Path) -> StudyRuns:
     missing = [n for n, _ in BASE_COLUMNS if n not in table.column_names]
     if missing or b"vitscale.study" not in meta:
         raise UserError(f"--from: {path} is not a vitscale runs snapshot (missing {missing or 'metadata'})")
-    return StudyRuns(study=meta[b"vitscale.study"].decode(), kind=meta[b"vitscale.kind"].decode(),
-                     table=table, parent_run_ids=json.loads(meta[b"vitscale.parent_run_ids"]))
+    return StudyRuns(
+        study=meta[b"vitscale.study"].decode(),
+        kind=meta[b"vitscale.kind"].decode(),
+        table=table,
+        parent_run_ids=json.loads(meta[b"vitscale.parent_run_ids"]),
+    )
 
 
 # --- MLflow ---------------------------------------------------------------------------------------
@@ -178,12 +195,19 @@ def load_study_runs(study: str, tracking_uri: str | None = None, experiment: str
         raise UserError(f"cannot reach the MLflow tracking server at {uri}: {_first_line(exc)}") from None
     runs = dedupe_by_trial(list(children.values()))
     if not runs:
-        raise UserError(f"study '{study}' has a parent run but no trial runs in {uri}; "
-                        f"run it with `vitscale study run` first")
+        raise UserError(
+            f"study '{study}' has a parent run but no trial runs in {uri}; "
+            f"run it with `vitscale study run` first"
+        )
     newest = parents[0]
     table = runs_to_table(runs, study, kind=newest.data.tags.get(layout.KIND))
-    return StudyRuns(study=study, kind=json_meta(table, "kind"), table=table,
-                     parent_run_ids=[p.info.run_id for p in parents], tracking_uri=uri)
+    return StudyRuns(
+        study=study,
+        kind=json_meta(table, "kind"),
+        table=table,
+        parent_run_ids=[p.info.run_id for p in parents],
+        tracking_uri=uri,
+    )
 
 
 def json_meta(table: pa.Table, key: str) -> str:
@@ -194,8 +218,9 @@ def search_all(client: Any, experiment_ids: list[str], filter_string: str) -> li
     """`search_runs`, following page tokens until the last page."""
     out, token = [], None
     while True:
-        page = client.search_runs(experiment_ids, filter_string=filter_string, max_results=PAGE_SIZE,
-                                  page_token=token)
+        page = client.search_runs(
+            experiment_ids, filter_string=filter_string, max_results=PAGE_SIZE, page_token=token
+        )
         out.extend(page)
         token = page.token
         if not token:
@@ -246,8 +271,10 @@ def _check_store(study: str, uri: str) -> None:
 
 
 def _missing(study: str, uri: str) -> str:
-    return (f"study '{study}' not found in MLflow at {uri}; run it first with "
-            f"`vitscale study run studies/{study}.yaml`, or pass the store with --tracking-uri")
+    return (
+        f"study '{study}' not found in MLflow at {uri}; run it first with "
+        f"`vitscale study run studies/{study}.yaml`, or pass the store with --tracking-uri"
+    )
 
 
 def _first_line(exc: BaseException) -> str:

@@ -140,7 +140,9 @@ def measure_interleaved(
         record = _start(config, point, dev)
         records.append(record)
         try:
-            live.append([record, *_prepare(record, config, point, dev, build_model or build, count_flops), [], []])
+            live.append(
+                [record, *_prepare(record, config, point, dev, build_model or build, count_flops), [], []]
+            )
         except Exception as exc:
             _fail(record, exc)
     sync = synchronizer(dev)
@@ -155,7 +157,7 @@ def measure_interleaved(
     for entry in list(live):
         attempt(entry, lambda e: time_iterations(e[2], effective_warmup(config), 0, sync))
     for rep in range(config.repeats):
-        for entry in live[rep % len(live):] + live[: rep % len(live)] if live else []:
+        for entry in live[rep % len(live) :] + live[: rep % len(live)] if live else []:
             attempt(entry, lambda e: e[3].extend(time_iterations(e[2], 0, 1, sync, e[4])))
     for record, model, _, times, cpu_times in live:
         _finish(record, config, model, times, cpu_times, dev)

@@ -33,7 +33,9 @@ def ratios(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for r in records:
         cells.setdefault((r["regime"], r["resolution"]), {})[series(r)] = r
     out = []
-    for (regime, resolution), cell in sorted(cells.items(), key=lambda kv: (REGIME_ORDER.get(kv[0][0], 9), kv[0])):
+    for (regime, resolution), cell in sorted(
+        cells.items(), key=lambda kv: (REGIME_ORDER.get(kv[0][0], 9), kv[0])
+    ):
         for cand, c in cell.items():
             if c["mixer"] == BASELINE:
                 continue
@@ -74,18 +76,31 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
     `thr ÷X`: candidate images/s over attention/X's; `mem ÷X`: candidate peak over attention/X's.
     A failed configuration shows its status (oom, error) in place of its throughput.
     """
-    bases = sorted({series(r) for r in records if r["mixer"] == BASELINE}, key=lambda b: (b != "attention/sdpa", b))
+    bases = sorted(
+        {series(r) for r in records if r["mixer"] == BASELINE}, key=lambda b: (b != "attention/sdpa", b)
+    )
     by_key = {(r["regime"], r["resolution"], r["candidate"], r["baseline"]): r for r in ratios(records)}
     out = []
     for regime in sorted({r["regime"] for r in records}, key=lambda g: (REGIME_ORDER.get(g, 9), g)):
         rows = [r for r in records if r["regime"] == regime]
         first = rows[0]
-        title = (f"{regime} · batch {first['batch_size']} · {first['mode']} · {first['dtype']} · "
-                 f"{first['device']}{' · compiled (' + str(first.get('compile_mode')) + ')' if first['compile'] else ''}")
+        title = (
+            f"{regime} · batch {first['batch_size']} · {first['mode']} · {first['dtype']} · "
+            f"{first['device']}{' · compiled (' + str(first.get('compile_mode')) + ')' if first['compile'] else ''}"
+        )
         table = Table(title=title, title_justify="left")
         cpu = any(r.get("cpu_ms") is not None for r in rows)
-        for col in ("px", "tokens", "series", "NFE", "GFLOP/img", "img/s", "ms/batch", *(["cpu ms"] * cpu),
-                    "peak MB"):
+        for col in (
+            "px",
+            "tokens",
+            "series",
+            "NFE",
+            "GFLOP/img",
+            "img/s",
+            "ms/batch",
+            *(["cpu ms"] * cpu),
+            "peak MB",
+        ):
             table.add_column(col, justify="left" if col == "series" else "right", no_wrap=col == "series")
         for base in bases:
             table.add_column(f"thr ÷{_short(base)}", justify="right")
@@ -94,17 +109,23 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
             table.add_column(f"mem ÷{_short(base)}", justify="right")
         resolutions = sorted({r["resolution"] for r in rows})
         for i, res in enumerate(resolutions):
-            cell = sorted((r for r in rows if r["resolution"] == res),
-                          key=lambda r: (r["mixer"] != BASELINE, series(r)))
+            cell = sorted(
+                (r for r in rows if r["resolution"] == res), key=lambda r: (r["mixer"] != BASELINE, series(r))
+            )
             for j, r in enumerate(cell):
                 flops = r.get("flops_per_image")
                 ok = r["status"] == "ok"
-                values = [str(res) if j == 0 else "", str(r["tokens"]) if j == 0 else "", series(r),
-                          str(r["nfe"]) if r.get("nfe") is not None else "—",
-                          f"{flops / 1e9:.3g}" if flops else "—",
-                          _fmt(_ok(r, "images_per_second")) if ok else f"[red]{r['status']}[/red]",
-                          _fmt(_ok(r, "latency_ms")), *([_fmt(_ok(r, "cpu_ms"))] * cpu),
-                          _fmt(_ok(r, "peak_memory_mb"), 0)]
+                values = [
+                    str(res) if j == 0 else "",
+                    str(r["tokens"]) if j == 0 else "",
+                    series(r),
+                    str(r["nfe"]) if r.get("nfe") is not None else "—",
+                    f"{flops / 1e9:.3g}" if flops else "—",
+                    _fmt(_ok(r, "images_per_second")) if ok else f"[red]{r['status']}[/red]",
+                    _fmt(_ok(r, "latency_ms")),
+                    *([_fmt(_ok(r, "cpu_ms"))] * cpu),
+                    _fmt(_ok(r, "peak_memory_mb"), 0),
+                ]
                 for base in bases:
                     row = by_key.get((regime, res, series(r), base))
                     keys = ("throughput", "throughput_cpu", "memory") if cpu else ("throughput", "memory")
@@ -127,12 +148,18 @@ def footnotes(records: Sequence[Mapping[str, Any]]) -> list[str]:
         )
     if "cuda_max_allocated" in kinds:
         notes.append("peak MB = torch.cuda.max_memory_allocated (weights, inputs and activations)")
-    notes.append("thr ÷X: candidate images/s ÷ attention/X images/s (>1: faster); "
-                 "mem ÷X: candidate peak ÷ attention/X peak (<1: leaner)")
+    notes.append(
+        "thr ÷X: candidate images/s ÷ attention/X images/s (>1: faster); "
+        "mem ÷X: candidate peak ÷ attention/X peak (<1: leaner)"
+    )
     if any(r.get("cpu_ms") is not None for r in records):
-        notes.append("cpu ms: process CPU time per batch (user+sys, all threads); cpu-thr ÷X: attention/X "
-                     "cpu ms ÷ candidate cpu ms — leaves out time spent descheduled on a shared machine")
+        notes.append(
+            "cpu ms: process CPU time per batch (user+sys, all threads); cpu-thr ÷X: attention/X "
+            "cpu ms ÷ candidate cpu ms — leaves out time spent descheduled on a shared machine"
+        )
     for r in records:
         if r["status"] != "ok":
-            notes.append(f"{series(r)} {r['regime']} {r['resolution']}: {r['status']}: {r.get('error') or ''}")
+            notes.append(
+                f"{series(r)} {r['regime']} {r['resolution']}: {r['status']}: {r.get('error') or ''}"
+            )
     return notes

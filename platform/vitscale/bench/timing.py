@@ -72,7 +72,9 @@ def summarise(times: list[float], batch_size: int) -> dict[str, float]:
     return {"latency_ms": 1e3 * median, "images_per_second": batch_size / median}
 
 
-def inference_step(model: nn.Module, images: Tensor, device: torch.device, dtype: str) -> Callable[[], Tensor]:
+def inference_step(
+    model: nn.Module, images: Tensor, device: torch.device, dtype: str
+) -> Callable[[], Tensor]:
     """One forward in eval mode under inference_mode (and autocast for bfloat16)."""
     model.eval()
 

@@ -53,8 +53,13 @@ class MlflowBenchLog:
         params["bench.threads"] = record.get("threads")
         self.count += 1
         run_id = store.create_child_run(
-            self.client, self.experiment_id, self.parent_run_id, self.name, "benchmark",
-            trial_id=f"bench_{self.count:05d}", run_name=run_name(point, record["seed"]),
+            self.client,
+            self.experiment_id,
+            self.parent_run_id,
+            self.name,
+            "benchmark",
+            trial_id=f"bench_{self.count:05d}",
+            run_name=run_name(point, record["seed"]),
             tags={layout.CONFIG_KEY: config_key(params)},
         )
         store.log_params(self.client, run_id, params)
@@ -63,7 +68,9 @@ class MlflowBenchLog:
             store.log_metrics(self.client, run_id, {**bench_metrics(record), "epoch": 1}, step=1)
         tags = {layout.STATUS: "FINISHED" if ok else "FAILED", layout.STOPPED_EARLY: "false"}
         if not ok:
-            tags[layout.FAILURE_REASON] = f"{record['status']}: {record.get('error') or ''}".strip(": ")[:4000]
+            tags[layout.FAILURE_REASON] = f"{record['status']}: {record.get('error') or ''}".strip(": ")[
+                :4000
+            ]
         store.set_tags(self.client, run_id, tags)
         self.client.set_terminated(run_id, "FINISHED" if ok else "FAILED")
         return run_id

@@ -31,7 +31,9 @@ def main() -> None:
         out = {"peak_rss_mb": own_peak_rss_mb()}
     elif "cell" in request:
         config = BenchmarkConfig.model_validate(request["config"])
-        out = measure.measure_interleaved(config, request["cell"], device=request.get("device"), count_flops=False)
+        out = measure.measure_interleaved(
+            config, request["cell"], device=request.get("device"), count_flops=False
+        )
     else:
         config = BenchmarkConfig.model_validate(request["config"])
         out = measure.measure_configuration(

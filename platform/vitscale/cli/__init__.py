@@ -32,6 +32,7 @@ USAGE_ERRORS = (click.UsageError, _TyperUsageError)
 ABORTS = (click.exceptions.Abort, typer.Abort)
 EXITS = (click.exceptions.Exit, typer.Exit)
 
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI. UserError and bad flags: one line, exit 2. Bugs keep their traceback."""
     try:

@@ -42,28 +42,55 @@ def summary_table(result) -> Table:
     """Per mixer x regime: best and mean top-1 and params (benchmarks: largest resolution's numbers)."""
     bench = result.kind == "benchmark"
     table = Table(title=f"{result.study}: {'benchmark' if bench else 'training'} summary")
-    cols = (["series", "regime", "configs", "runs", "resolution", "images/s", "peak MB"] if bench
-            else ["mixer", "regime", "configs", "runs", "best config top-1 (%)", "mean over runs (%)", "params (best config)"])
+    cols = (
+        ["series", "regime", "configs", "runs", "resolution", "images/s", "peak MB"]
+        if bench
+        else [
+            "mixer",
+            "regime",
+            "configs",
+            "runs",
+            "best config top-1 (%)",
+            "mean over runs (%)",
+            "params (best config)",
+        ]
+    )
     for c in cols:
         table.add_column(c, justify="left" if c in ("series", "mixer", "regime") else "right")
     for row in result.summary():
         if bench:
-            table.add_row(row["series"], row["regime"], str(row["configs"]), str(row["runs"]),
-                          str(row.get("resolution", "—")), _fmt(row.get("images_per_second"), digits=1),
-                          _fmt(row.get("peak_memory_mb"), digits=0))
+            table.add_row(
+                row["series"],
+                row["regime"],
+                str(row["configs"]),
+                str(row["runs"]),
+                str(row.get("resolution", "—")),
+                _fmt(row.get("images_per_second"), digits=1),
+                _fmt(row.get("peak_memory_mb"), digits=0),
+            )
         else:
             params = row.get("params")
-            table.add_row(row["mixer"], row["regime"], str(row["configs"]), str(row["runs"]),
-                          _fmt(row.get("best_top1"), 100), _fmt(row.get("mean_top1"), 100),
-                          f"{params:,.0f}" if params is not None and math.isfinite(params) else "—")
+            table.add_row(
+                row["mixer"],
+                row["regime"],
+                str(row["configs"]),
+                str(row["runs"]),
+                _fmt(row.get("best_top1"), 100),
+                _fmt(row.get("mean_top1"), 100),
+                f"{params:,.0f}" if params is not None and math.isfinite(params) else "—",
+            )
     return table
 
 
 @app.command("analyze")
 def analyze_command(
-    study: str = typer.Argument(..., help="study name, or the path to its YAML (its `name:` and `tracking:` are used)"),
+    study: str = typer.Argument(
+        ..., help="study name, or the path to its YAML (its `name:` and `tracking:` are used)"
+    ),
     tracking_uri: str | None = typer.Option(
-        None, "--tracking-uri", help="MLflow store (default: the study file's tracking.uri, else sqlite:///mlflow.db)"
+        None,
+        "--tracking-uri",
+        help="MLflow store (default: the study file's tracking.uri, else sqlite:///mlflow.db)",
     ),
     out: Path | None = typer.Option(None, "--out", help="output directory (default: reports/STUDY/)"),
     from_parquet: Path | None = typer.Option(
@@ -76,12 +103,21 @@ def analyze_command(
 
     name, spec_uri, experiment = resolve_study(study)
     console = Console()
-    result = analyze(name, tracking_uri or spec_uri, out, from_parquet, experiment=experiment, n_boot=n_boot,
-                     console=Console(stderr=True))
+    result = analyze(
+        name,
+        tracking_uri or spec_uri,
+        out,
+        from_parquet,
+        experiment=experiment,
+        n_boot=n_boot,
+        console=Console(stderr=True),
+    )
     c = result.counts()
     console.print(summary_table(result))
-    console.print(f"{c['runs']} trial runs: {c['used']} used, {c['failed']} failed, "
-                  f"{c['stopped_early']} stopped early, {c['killed'] + c['other']} killed/other")
+    console.print(
+        f"{c['runs']} trial runs: {c['used']} used, {c['failed']} failed, "
+        f"{c['stopped_early']} stopped early, {c['killed'] + c['other']} killed/other"
+    )
     console.print(f"report:  {result.report_path}")
     console.print(f"figures: {result.out_dir / 'figures'}/ ({len(result.figure_paths)} files)")
     console.print(f"data:    {result.runs_path} (redraw offline with --from), {result.fits_path.name}")

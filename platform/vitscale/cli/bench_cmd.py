@@ -50,7 +50,9 @@ def bench_command(
     heads: int | None = typer.Option(None, "--heads"),
     patch_size: int | None = typer.Option(None, "--patch-size"),
     batch_size: int | None = typer.Option(None, "--batch-size", help="matched across mixers"),
-    num_gaussians: int | None = typer.Option(None, "--num-gaussians", help="SSoG: Gaussians per head and axis"),
+    num_gaussians: int | None = typer.Option(
+        None, "--num-gaussians", help="SSoG: Gaussians per head and axis"
+    ),
     num_classes: int | None = typer.Option(None, "--num-classes"),
     mode: str | None = typer.Option(None, "--mode", help="inference | train (forward+backward+AdamW step)"),
     dtype: str | None = typer.Option(None, "--dtype", help="float32 | bfloat16 (autocast)"),
@@ -71,7 +73,8 @@ def bench_command(
     ode_rtol: float | None = typer.Option(None, "--ode-rtol"),
     ode_atol: float | None = typer.Option(None, "--ode-atol"),
     interleave: bool | None = typer.Option(
-        None, "--interleave/--sequential",
+        None,
+        "--interleave/--sequential",
         help="time each regime x resolution's configurations round-robin (default on CPU)",
     ),
     study: Path | None = typer.Option(None, "--study", help="start from this benchmark study's `benchmark:`"),
@@ -80,20 +83,35 @@ def bench_command(
     jsonl: Path | None = typer.Option(
         None, "--jsonl", help="append each record to this file as one JSON line as soon as it is measured"
     ),
-    tracking_uri: str | None = typer.Option(None, "--tracking-uri", help="log a parent + child runs to MLflow"),
+    tracking_uri: str | None = typer.Option(
+        None, "--tracking-uri", help="log a parent + child runs to MLflow"
+    ),
     name: str | None = typer.Option(None, "--name", help="study name in MLflow (default bench-<timestamp>)"),
 ) -> None:
     """Measure images/s, latency, peak memory, FLOPs and NFE per mixer x regime x resolution."""
     from vitscale.bench.config import BenchmarkConfig
 
     given = {
-        "mixers": _split("--mixers", mixers), "regimes": _split("--regimes", regimes),
-        "resolutions": _split("--resolutions", resolutions, int), "width": width, "depth": depth,
-        "heads": heads, "patch_size": patch_size, "batch_size": batch_size, "num_gaussians": num_gaussians,
-        "num_classes": num_classes, "mode": mode, "dtype": dtype, "device": device,
-        "attention_backends": _split("--attention-backend", attention_backend), "compile": compile,
+        "mixers": _split("--mixers", mixers),
+        "regimes": _split("--regimes", regimes),
+        "resolutions": _split("--resolutions", resolutions, int),
+        "width": width,
+        "depth": depth,
+        "heads": heads,
+        "patch_size": patch_size,
+        "batch_size": batch_size,
+        "num_gaussians": num_gaussians,
+        "num_classes": num_classes,
+        "mode": mode,
+        "dtype": dtype,
+        "device": device,
+        "attention_backends": _split("--attention-backend", attention_backend),
+        "compile": compile,
         "compile_mode": compile_mode,
-        "warmup": warmup, "repeats": repeats, "seed": seed, "threads": threads,
+        "warmup": warmup,
+        "repeats": repeats,
+        "seed": seed,
+        "threads": threads,
     }
     data = {**_base(study), **{k: v for k, v in given.items() if v is not None}}
     ode = {"solver": ode_solver, "step_size": ode_step_size, "rtol": ode_rtol, "atol": ode_atol}
@@ -101,12 +119,27 @@ def bench_command(
         base_ode = data.get("ode") or BenchmarkConfig().ode.model_dump()
         data["ode"] = {**base_ode, **{k: v for k, v in ode.items() if v is not None}}
     config = BenchmarkConfig.model_validate(data)
-    run(config, as_json=as_json, out=out, tracking_uri=tracking_uri, name=name, interleave=interleave,
-        jsonl=jsonl)
+    run(
+        config,
+        as_json=as_json,
+        out=out,
+        tracking_uri=tracking_uri,
+        name=name,
+        interleave=interleave,
+        jsonl=jsonl,
+    )
 
 
-def run(config, *, as_json: bool, out: Path | None, tracking_uri: str | None, name: str | None,
-        interleave: bool | None = None, jsonl: Path | None = None) -> list[dict]:
+def run(
+    config,
+    *,
+    as_json: bool,
+    out: Path | None,
+    tracking_uri: str | None,
+    name: str | None,
+    interleave: bool | None = None,
+    jsonl: Path | None = None,
+) -> list[dict]:
     """Sweep, then print/write/log; MLflow runs and JSON lines are written as configurations finish."""
     from vitscale.bench import report
     from vitscale.bench.records import to_json, write_parquet
@@ -120,6 +153,7 @@ def run(config, *, as_json: bool, out: Path | None, tracking_uri: str | None, na
         name = name or default_study_name()
         study_spec(config, name)  # a bad name fails before any measuring
         log = MlflowBenchLog(config, tracking_uri, name)
+
     def on_record(record: dict) -> None:
         if log is not None:
             log.log(record)
@@ -128,8 +162,9 @@ def run(config, *, as_json: bool, out: Path | None, tracking_uri: str | None, na
                 stream.write(to_json([record], indent=None)[1:-1] + "\n")
 
     try:
-        records = run_benchmark(config, progress=err.is_terminal, console=err, interleave=interleave,
-                                on_record=on_record)
+        records = run_benchmark(
+            config, progress=err.is_terminal, console=err, interleave=interleave, on_record=on_record
+        )
     except BaseException:
         if log is not None:
             log.finish("KILLED")
@@ -147,6 +182,8 @@ def run(config, *, as_json: bool, out: Path | None, tracking_uri: str | None, na
     if out is not None:
         err.print(f"wrote {write_parquet(records, out, config)}")
     if log is not None:
-        err.print(f"logged to MLflow: study {log.name} (parent run {log.parent_run_id}); "
-                  f"`vitscale analyze {log.name} --tracking-uri {tracking_uri}`")
+        err.print(
+            f"logged to MLflow: study {log.name} (parent run {log.parent_run_id}); "
+            f"`vitscale analyze {log.name} --tracking-uri {tracking_uri}`"
+        )
     return records

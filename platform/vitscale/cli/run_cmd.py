@@ -16,7 +16,9 @@ from vitscale.cli.study_cmd import SetOption
 
 AddressOption = Annotated[
     str | None,
-    typer.Option(help="Ray cluster to join: auto, HOST:PORT or ray://HOST:10001; default: in-process local Ray"),
+    typer.Option(
+        help="Ray cluster to join: auto, HOST:PORT or ray://HOST:10001; default: in-process local Ray"
+    ),
 ]
 TrackingOption = Annotated[
     str | None, typer.Option("--tracking-uri", help="MLflow tracking URI; default: the study's tracking.uri")
@@ -27,7 +29,8 @@ AutoscaleOption = Annotated[
     bool, typer.Option("--allow-autoscale", help="skip the resource preflight (autoscaling clusters)")
 ]
 JobAddressOption = Annotated[
-    str | None, typer.Option("--address", help="Ray job server, e.g. http://HEAD:8265 (default: the last used)")
+    str | None,
+    typer.Option("--address", help="Ray job server, e.g. http://HEAD:8265 (default: the last used)"),
 ]
 
 
@@ -48,8 +51,13 @@ def run(
 
     spec = load_study(file, set_ or ())
     summary = run_study(
-        spec, address=address, tracking_uri=tracking_uri, storage=storage, num_cpus=num_cpus,
-        allow_autoscale=allow_autoscale, verbose=0 if quiet else 1,
+        spec,
+        address=address,
+        tracking_uri=tracking_uri,
+        storage=storage,
+        num_cpus=num_cpus,
+        allow_autoscale=allow_autoscale,
+        verbose=0 if quiet else 1,
     )
     print_summary(summary)
 
@@ -67,7 +75,11 @@ def resume(
     from vitscale.tune.run import resume_study
 
     summary = resume_study(
-        target, address=address, storage=storage, num_cpus=num_cpus, allow_autoscale=allow_autoscale,
+        target,
+        address=address,
+        storage=storage,
+        num_cpus=num_cpus,
+        allow_autoscale=allow_autoscale,
         verbose=0 if quiet else 1,
     )
     print_summary(summary)

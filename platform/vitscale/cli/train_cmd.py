@@ -21,7 +21,9 @@ CONFIG_FILE = "trial.json"
 @model_options
 def train(
     model_overrides: dict,
-    dataset: Annotated[str, typer.Option(help="digits | synthetic | cifar10 | cifar100 | imagefolder")] = "digits",
+    dataset: Annotated[
+        str, typer.Option(help="digits | synthetic | cifar10 | cifar100 | imagefolder")
+    ] = "digits",
     root: Annotated[str | None, typer.Option(help="local path of the data (cifar*, imagefolder)")] = None,
     resolution: Annotated[int, typer.Option("--resolution", "-r", help="image side the model sees")] = 32,
     epochs: Annotated[int, typer.Option(help="epochs to train")] = 10,
@@ -38,7 +40,9 @@ def train(
     tracking_uri: Annotated[str, typer.Option(help="MLflow tracking URI")] = "sqlite:///mlflow.db",
     experiment: Annotated[str, typer.Option(help="MLflow experiment")] = "vitscale-train",
     track: Annotated[bool, typer.Option("--track/--no-track", help="log the run to MLflow")] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="print the final metrics as one JSON object")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print the final metrics as one JSON object")
+    ] = False,
 ) -> None:
     """Train one model on one data set (no Ray), with a progress bar and an MLflow run."""
     from vitscale.spec import flatten
@@ -50,8 +54,13 @@ def train(
             "model": model_overrides,
             "data": {"dataset": dataset, "root": root, "resolution": resolution},
             "train": {
-                "epochs": epochs, "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay,
-                "seed": seed, "device": device, "compile": compile_model,
+                "epochs": epochs,
+                "batch_size": batch_size,
+                "lr": lr,
+                "weight_decay": weight_decay,
+                "seed": seed,
+                "device": device,
+                "compile": compile_model,
             },
         }
     )
@@ -111,7 +120,9 @@ def _same_config_as_checkpoint(config, checkpoint_dir: Path, resume: bool) -> No
 
         saved = flatten(type(config).model_validate(json.loads(path.read_text())))
         now = flatten(config)
-        changed = [f"{k}={saved.get(k)} (now {now.get(k)})" for k in sorted(now) if saved.get(k) != now.get(k)]
+        changed = [
+            f"{k}={saved.get(k)} (now {now.get(k)})" for k in sorted(now) if saved.get(k) != now.get(k)
+        ]
         if changed:
             raise UserError(
                 f"--resume: the checkpoint in {checkpoint_dir} was trained with {', '.join(changed)}; "

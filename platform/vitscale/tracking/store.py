@@ -83,7 +83,13 @@ def package_versions() -> dict[str, str]:
 
 
 def create_study_run(
-    client, experiment_id: str, study: str, kind: str, spec_hash: str, spec_yaml: str, run_name: str | None = None
+    client,
+    experiment_id: str,
+    study: str,
+    kind: str,
+    spec_hash: str,
+    spec_yaml: str,
+    run_name: str | None = None,
 ) -> str:
     """The parent run of one study execution, tagged and holding the resolved spec."""
     tags = {
@@ -111,8 +117,14 @@ def find_child_run(client, experiment_id: str, parent_run_id: str, trial_id: str
 
 
 def create_child_run(
-    client, experiment_id: str, parent_run_id: str, study: str, kind: str, trial_id: str,
-    run_name: str, tags: Mapping[str, str] | None = None,
+    client,
+    experiment_id: str,
+    parent_run_id: str,
+    study: str,
+    kind: str,
+    trial_id: str,
+    run_name: str,
+    tags: Mapping[str, str] | None = None,
 ) -> str:
     all_tags = {
         layout.PARENT_RUN_ID: parent_run_id,

@@ -22,9 +22,19 @@ RESULT_FAILURE_MESSAGE = "failure_message"
 RESULT_NODE_ID = "node_id"
 RESULT_PLANNED_EPOCHS = "planned_epochs"
 _TUNE_KEYS = {
-    "training_iteration", "time_this_iter_s", "time_total_s", "timestamp", "time_since_restore",
-    "iterations_since_restore", "timesteps_total", "episodes_total", "pid", "date", "done",
-    "timesteps_since_restore", RESULT_PLANNED_EPOCHS,
+    "training_iteration",
+    "time_this_iter_s",
+    "time_total_s",
+    "timestamp",
+    "time_since_restore",
+    "iterations_since_restore",
+    "timesteps_total",
+    "episodes_total",
+    "pid",
+    "date",
+    "done",
+    "timesteps_since_restore",
+    RESULT_PLANNED_EPOCHS,
 }
 
 
@@ -78,8 +88,13 @@ class MlflowStudyCallback(Callback):
         if run_id is None:
             description = self.describe(trial.config)
             run_id = store.create_child_run(
-                self.client, self.experiment_id, self.parent_run_id, self.study, self.kind,
-                trial.trial_id, run_name=f"{trial.trial_id} {description.run_name}",
+                self.client,
+                self.experiment_id,
+                self.parent_run_id,
+                self.study,
+                self.kind,
+                trial.trial_id,
+                run_name=f"{trial.trial_id} {description.run_name}",
                 tags={layout.CONFIG_KEY: description.config_key},
             )
             store.log_params(self.client, run_id, description.params)
@@ -129,9 +144,13 @@ class MlflowStudyCallback(Callback):
         error = trial.get_error()
         message = str(error).strip().splitlines()[-1] if error else "unknown error"
         store.set_tags(
-            self.client, run_id,
-            {layout.STATUS: "FAILED", layout.FAILURE_REASON: f"error: {message}"[:4000],
-             layout.STOPPED_EARLY: "false"},
+            self.client,
+            run_id,
+            {
+                layout.STATUS: "FAILED",
+                layout.FAILURE_REASON: f"error: {message}"[:4000],
+                layout.STOPPED_EARLY: "false",
+            },
         )
         self.client.set_terminated(run_id, "FAILED")
 

@@ -53,7 +53,9 @@ def restore_rng(state: dict[str, Any], data_generator: torch.Generator) -> None:
     data_generator.set_state(state["data"])
     random.setstate((3, tuple(int(v) for v in state["python"]), state["python_gauss"]))
     pos, has_gauss, gauss = state["numpy_rest"]
-    np.random.set_state(("MT19937", state["numpy"].numpy().astype(np.uint32), int(pos), int(has_gauss), gauss))
+    np.random.set_state(
+        ("MT19937", state["numpy"].numpy().astype(np.uint32), int(pos), int(has_gauss), gauss)
+    )
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
 

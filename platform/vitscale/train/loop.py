@@ -159,8 +159,18 @@ def fit(
         for epoch in range(len(history) + 1, train_cfg.epochs + 1):
             t0 = time.perf_counter()
             train_stats = _train_epoch(
-                runner, model, bundle, config, batch_size, optimizer, scheduler, generator,
-                autocast, device, epoch, progress,
+                runner,
+                model,
+                bundle,
+                config,
+                batch_size,
+                optimizer,
+                scheduler,
+                generator,
+                autocast,
+                device,
+                epoch,
+                progress,
             )
             train_seconds = time.perf_counter() - t0
             val_stats = evaluate(runner, bundle, config, autocast)
@@ -193,7 +203,17 @@ def fit(
 
 
 def _train_epoch(
-    runner, model, bundle, config, batch_size, optimizer, scheduler, generator, autocast, device, epoch,
+    runner,
+    model,
+    bundle,
+    config,
+    batch_size,
+    optimizer,
+    scheduler,
+    generator,
+    autocast,
+    device,
+    epoch,
     progress,
 ) -> dict[str, float]:
     runner.train()

@@ -34,7 +34,9 @@ class EpochProgress:
 
     def begin(self, epoch: int) -> None:
         if self._progress is not None:
-            self._task = self._progress.add_task("", total=self.steps, epoch=epoch, epochs=self.epochs, loss="-")
+            self._task = self._progress.add_task(
+                "", total=self.steps, epoch=epoch, epochs=self.epochs, loss="-"
+            )
 
     def step(self, step: int, loss) -> None:
         if self._task is None:

@@ -26,7 +26,9 @@ def _random(seed: int | None, n_objectives: int) -> optuna.samplers.BaseSampler:
 
 
 def _qmc(seed: int | None, n_objectives: int) -> optuna.samplers.BaseSampler:
-    return optuna.samplers.QMCSampler(seed=seed, qmc_type="sobol", scramble=True, warn_independent_sampling=False)
+    return optuna.samplers.QMCSampler(
+        seed=seed, qmc_type="sobol", scramble=True, warn_independent_sampling=False
+    )
 
 
 SAMPLERS: dict[str, Callable[[int | None, int], optuna.samplers.BaseSampler]] = {

@@ -18,8 +18,20 @@ from vitscale.errors import UserError
 
 # gitignore syntax, anchored at the project root: a bare "data" would also drop platform/vitscale/data.
 EXCLUDES = [
-    "/.git/", "/.venv/", "__pycache__/", "*.egg-info/", "/mlflow.db", "*.db", "/mlruns/", "/mlartifacts/",
-    "/ray_results/", "/reports/", "/data/", "/checkpoints/", ".pytest_cache/", ".ruff_cache/",
+    "/.git/",
+    "/.venv/",
+    "__pycache__/",
+    "*.egg-info/",
+    "/mlflow.db",
+    "*.db",
+    "/mlruns/",
+    "/mlartifacts/",
+    "/ray_results/",
+    "/reports/",
+    "/data/",
+    "/checkpoints/",
+    ".pytest_cache/",
+    ".ruff_cache/",
 ]
 LAST_ADDRESS_FILE = Path.home() / ".vitscale" / "last_job_address"
 

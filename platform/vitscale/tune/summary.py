@@ -46,8 +46,10 @@ def child_runs(client, experiment_id: str, parent_run_id: str) -> list:
     runs, token = [], None
     while True:
         page = client.search_runs(
-            [experiment_id], filter_string=f"tags.`{layout.PARENT_RUN_ID}` = '{parent_run_id}'",
-            max_results=500, page_token=token,
+            [experiment_id],
+            filter_string=f"tags.`{layout.PARENT_RUN_ID}` = '{parent_run_id}'",
+            max_results=500,
+            page_token=token,
         )
         runs.extend(page)
         token = page.token
@@ -60,16 +62,20 @@ def close_orphans(client, execution, live_trial_ids: set[str]) -> None:
     for run in child_runs(client, execution.experiment_id, execution.parent_run_id):
         tags = run.data.tags
         if tags.get(layout.STATUS) == "RUNNING" and tags.get(layout.TRIAL_ID) not in live_trial_ids:
-            store.set_tags(client, run.info.run_id, {layout.STATUS: "KILLED",
-                                                     layout.FAILURE_REASON: "driver stopped before it finished"})
+            store.set_tags(
+                client,
+                run.info.run_id,
+                {layout.STATUS: "KILLED", layout.FAILURE_REASON: "driver stopped before it finished"},
+            )
             client.set_terminated(run.info.run_id, "KILLED")
 
 
 def summarise(client, execution) -> StudySummary:
     spec = execution.spec
     objectives = [(o.metric, o.mode) for o in spec.objectives]
-    summary = StudySummary(spec.name, execution.parent_run_id, execution.experiment_id,
-                           execution.tracking_uri, objectives)
+    summary = StudySummary(
+        spec.name, execution.parent_run_id, execution.experiment_id, execution.tracking_uri, objectives
+    )
     for run in child_runs(client, execution.experiment_id, execution.parent_run_id):
         tags = run.data.tags
         summary.trials.append(
@@ -90,8 +96,7 @@ def summarise(client, execution) -> StudySummary:
 def best_trials(trials: list[TrialRow], objectives: list[tuple[str, str]]) -> list[TrialRow]:
     """The best finished trial (one objective) or the Pareto set (several)."""
     candidates = [
-        t for t in trials
-        if t.status == "FINISHED" and all(_finite(t.metrics.get(m)) for m, _ in objectives)
+        t for t in trials if t.status == "FINISHED" and all(_finite(t.metrics.get(m)) for m, _ in objectives)
     ]
     if not candidates:
         return []

@@ -90,7 +90,9 @@ def _search(spec, directory):
 def _reporter(spec) -> tune.CLIReporter:
     """Ray Tune's status table, showing the objectives, at most every 15 s."""
     columns = {"epoch": "epoch", **{o.metric: o.metric for o in spec.objectives}}
-    names = list(spec.space) if spec.kind == "train" else ["mixer", "regime", "resolution", "attention_backend"]
+    names = (
+        list(spec.space) if spec.kind == "train" else ["mixer", "regime", "resolution", "attention_backend"]
+    )
     parameters = {f"point/{name}": name.split(".")[-1] for name in names}
     if len(spec.search.seeds) > 1:
         parameters["seed"] = "seed"
