@@ -61,12 +61,24 @@ def test_trial_results_carry_metrics_or_the_failure():
 
 @pytest.mark.slow
 def test_the_smoke_study_runs_on_in_process_ray(tmp_path):
+    import os
+
+    import ray
     from mlflow import MlflowClient
 
     from vitscale.tune.run import run_study
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    run_study(load_study(SMOKE), tracking_uri=uri, storage=str(tmp_path / "results"), num_cpus=2, verbose=0)
+    saved = dict(os.environ)
+    try:
+        run_study(
+            load_study(SMOKE), tracking_uri=uri, storage=str(tmp_path / "results"), num_cpus=2, verbose=0
+        )
+    finally:
+        # Leave no in-process Ray (nor the RAY_* variables ray.init sets) to the tests that follow.
+        ray.shutdown()
+        os.environ.clear()
+        os.environ.update(saved)
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name("throughput-resolution-smoke")
     [parent] = client.search_runs([exp.experiment_id], "tags.`vitscale.role` = 'study'")
