@@ -5,9 +5,11 @@ One experiment per study (`tracking.experiment`, default: the study name). In it
   SPEC_HASH, GIT_COMMIT, versions; artifact `spec.yaml` (the resolved spec).
 - one child run per trial, nested under the parent (tag mlflow.parentRunId): tags ROLE=trial,
   STUDY, KIND, TRIAL_ID, STATUS, FAILURE_REASON, STOPPED_EARLY, NODE_ID, CONFIG_KEY.
-  Params: the flattened resolved trial config with dotted keys (`model.mixer`, `model.width`,
+  DID_NOT_TRAIN ("true" when a finished trial's final validation top-1 stayed within 2 points
+  of chance). Params: the flattened resolved trial config with dotted keys (`model.mixer`, `model.width`,
   `data.resolution`, `train.seed`, ...). Metrics: every epoch metric with step=epoch, and the
-  final values (MLflow's latest value per key).
+  final values (MLflow's latest value per key). A trial that ran all its planned epochs also
+  has `test_top1`, `test_top5`, `test_loss` (evaluated once, at the end; never used to select).
 - benchmark studies: one child run per configuration; params `bench.*`
   (mixer, regime, resolution, attention_backend, batch_size, mode, dtype, device, compile, width,
   depth, heads, patch_size, num_gaussians); metrics BENCH_METRICS; STATUS is FINISHED or FAILED
@@ -25,6 +27,7 @@ STATUS = "vitscale.status"  # FINISHED | FAILED | KILLED | RUNNING
 FAILURE_REASON = "vitscale.failure_reason"  # diverged | solver_error | out_of_memory | oom | error: ...
 STOPPED_EARLY = "vitscale.stopped_early"  # "true" | "false" (ASHA stopped it)
 NODE_ID = "vitscale.node_id"
+DID_NOT_TRAIN = "vitscale.did_not_train"  # "true" | "false": finished at chance level (see train.metrics)
 CONFIG_KEY = "vitscale.config_key"  # hash of the trial config without the seed: groups replicates
 PARENT_RUN_ID = "mlflow.parentRunId"
 

@@ -21,6 +21,7 @@ RESULT_FAILURE_REASON = "failure_reason"
 RESULT_FAILURE_MESSAGE = "failure_message"
 RESULT_NODE_ID = "node_id"
 RESULT_PLANNED_EPOCHS = "planned_epochs"
+RESULT_DID_NOT_TRAIN = "did_not_train"  # 1.0 in the final epoch's result of a trial stuck at chance
 _TUNE_KEYS = {
     "training_iteration",
     "time_this_iter_s",
@@ -134,6 +135,8 @@ class MlflowStudyCallback(Callback):
         stopped_early = bool(not reason and planned and epoch is not None and epoch < planned)
         status = "FAILED" if reason else "FINISHED"
         tags = {layout.STATUS: status, layout.STOPPED_EARLY: str(stopped_early).lower()}
+        if not reason and RESULT_DID_NOT_TRAIN in result:
+            tags[layout.DID_NOT_TRAIN] = str(bool(result[RESULT_DID_NOT_TRAIN])).lower()
         if reason:
             tags[layout.FAILURE_REASON] = f"{reason}: {result.get(RESULT_FAILURE_MESSAGE, '')}".strip(": ")
         store.set_tags(self.client, run_id, tags)

@@ -1,4 +1,10 @@
-"""The metrics `fit` reports every epoch: the contract between trainer, spec and analysis."""
+"""The metrics `fit` reports: the contract between trainer, study spec, tracking and analysis.
+
+Selection (ASHA, samplers, "best", Pareto sets) may only read EPOCH_METRICS and
+STATIC_METRICS: they are measured on the training and validation splits. FINAL_METRICS are
+measured once on the test split, in the last epoch's report of a trial that ran all its
+planned epochs, and are only ever reported.
+"""
 
 EPOCH_METRICS = (
     "epoch",
@@ -9,7 +15,12 @@ EPOCH_METRICS = (
     "lr",
     "epoch_seconds",
     "train_images_per_second",
-    "nfe_mean",
+    "nfe_mean",  # ODE: mean vector-field evaluations per training forward (+ backward under the adjoint)
+    "val_nfe_mean",  # ODE: mean vector-field evaluations per validation forward
 )
-STATIC_METRICS = ("params", "flops_per_image")
-REPORTED_METRICS = EPOCH_METRICS + STATIC_METRICS
+STATIC_METRICS = ("params", "flops_per_image")  # ODE flops_per_image: one field evaluation x val NFE
+SELECTABLE_METRICS = EPOCH_METRICS + STATIC_METRICS
+FINAL_METRICS = ("test_loss", "test_top1", "test_top5", "did_not_train")
+REPORTED_METRICS = SELECTABLE_METRICS
+# A finished trial whose final val_top1 is within this of chance (1 / classes) did not train.
+DID_NOT_TRAIN_MARGIN = 0.02
