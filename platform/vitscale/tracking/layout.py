@@ -28,6 +28,9 @@ FAILURE_REASON = "vitscale.failure_reason"  # diverged | solver_error | out_of_m
 STOPPED_EARLY = "vitscale.stopped_early"  # "true" | "false" (ASHA stopped it)
 NODE_ID = "vitscale.node_id"
 DID_NOT_TRAIN = "vitscale.did_not_train"  # "true" | "false": finished at chance level (see train.metrics)
+PHASE = "vitscale.phase"  # comparison studies: "tune" | "final"
+ARM = "vitscale.arm"  # comparison studies: the arm key, e.g. "model.mixer=ssog,model.regime=ode"
+REFERENCE = "vitscale.reference"  # comparison parent run: JSON of the reference arm's values
 CONFIG_KEY = "vitscale.config_key"  # hash of the trial config without the seed: groups replicates
 PARENT_RUN_ID = "mlflow.parentRunId"
 
