@@ -33,12 +33,17 @@ free_port() {
     "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# port_is_free PORT: true when nothing is bound to PORT (on 127.0.0.1 or on all interfaces).
+# port_is_free PORT: true when a server could listen on PORT (on 127.0.0.1) now. The test binds with
+# SO_REUSEADDR, as the servers themselves do (uvicorn/gunicorn for MLflow, aiohttp and gRPC for Ray):
+# connections a stopped server left in TIME_WAIT (up to 60 s on Linux) then do not count, while a
+# listening socket (on 127.0.0.1 or on all interfaces) still does.
 port_is_free() {
     "$PY" -c 'import socket, sys
 s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 try:
     s.bind(("127.0.0.1", int(sys.argv[1])))
+    s.listen(1)
 except OSError:
     sys.exit(1)' "$1"
 }

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from vitscale.bench.fields import bench_metrics, bench_params, config_key, run_name
-from vitscale.tracking import layout, store
+from vitscale.tracking import layout, queued, store
 
 
 def default_study_name() -> str:
@@ -37,7 +37,8 @@ class MlflowBenchLog:
         spec = study_spec(config, name, "vitscale bench")
         store.check_tracking_uri(tracking_uri)
         self.config, self.name = config, name
-        self.client = store.client_for(tracking_uri)
+        # Through a write queue: a tracking outage delays the records instead of failing the sweep.
+        self.client = queued.queued_client(tracking_uri)
         self.experiment_id = store.ensure_experiment(self.client, name)
         spec_yaml = yaml.safe_dump(spec_dict(spec), sort_keys=False)
         self.parent_run_id = store.create_study_run(
@@ -77,3 +78,5 @@ class MlflowBenchLog:
 
     def finish(self, status: str = "FINISHED") -> None:
         self.client.set_terminated(self.parent_run_id, status)
+        queued.close_all()
+        self.parent_run_id = self.client.resolve(self.parent_run_id)

@@ -158,6 +158,8 @@ def print_summary(summary) -> None:
         for trial in summary.best:
             table.add_row(trial.name, *(f"{trial.metrics[m]:.4g}" for m, _ in summary.objectives))
         console.print(table)
+    if getattr(summary, "tracking", ""):
+        console.print(summary.tracking)
     console.print(
         f"MLflow: experiment {summary.experiment_id}, parent run {summary.parent_run_id} — "
         f"`vitscale ui --tracking-uri {summary.tracking_uri}`; figures: `vitscale analyze {summary.study}`"

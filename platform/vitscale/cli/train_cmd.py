@@ -46,7 +46,7 @@ def train(
 ) -> None:
     """Train one model on one data set (no Ray), with a progress bar and an MLflow run."""
     from vitscale.spec import flatten
-    from vitscale.tracking import store
+    from vitscale.tracking import queued, store
     from vitscale.train import TrialConfig, fit
 
     config = TrialConfig.model_validate(
@@ -81,10 +81,11 @@ def train(
     logged = -1
     if track:
         store.check_tracking_uri(tracking_uri)
-        client = store.client_for(tracking_uri)
+        # Writes go through a durable queue (kept next to the checkpoint): an outage only delays them.
+        client = queued.queued_client(tracking_uri, checkpoint_dir and checkpoint_dir / queued.QUEUE_DIR)
         run_id = _mlflow_run(client, store, experiment, checkpoint_dir, resume)
         if resume:
-            logged = store.last_logged_step(client, run_id)
+            logged = max(client.queue.steps.get(run_id, -1), store.last_logged_step(client, run_id))
             # Epochs the checkpoint holds but MLflow missed (killed between the two writes).
             for metrics in load_checkpoint(find_checkpoint(checkpoint_dir)).history:
                 if metrics["epoch"] > logged:
@@ -104,8 +105,13 @@ def train(
     finally:
         if client is not None:
             client.set_terminated(run_id, status)
-    if client is not None and result.checkpoint is not None:
-        client.log_artifact(run_id, str(result.checkpoint), artifact_path="checkpoint")
+            if status != "FINISHED":
+                queued.close_all()
+    if client is not None:
+        if result.checkpoint is not None:
+            client.log_artifact(run_id, str(result.checkpoint), artifact_path="checkpoint")
+        queued.close_all()
+        run_id = client.resolve(run_id)
     final = {**result.metrics, **({"mlflow_run_id": run_id} if run_id else {})}
     if as_json:
         print(json.dumps(final))

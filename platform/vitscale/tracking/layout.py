@@ -6,7 +6,8 @@ One experiment per study (`tracking.experiment`, default: the study name). In it
 - one child run per trial, nested under the parent (tag mlflow.parentRunId): tags ROLE=trial,
   STUDY, KIND, TRIAL_ID, STATUS, FAILURE_REASON, STOPPED_EARLY, NODE_ID, CONFIG_KEY.
   DID_NOT_TRAIN ("true" when a finished trial's final validation top-1 stayed within 2 points
-  of chance). Params: the flattened resolved trial config with dotted keys (`model.mixer`, `model.width`,
+  of chance). RESTARTS (set once a trial was restarted after a lost worker or node); QUEUE_ID on
+  every run created through the write queue (tracking.queue). Params: the flattened resolved trial config with dotted keys (`model.mixer`, `model.width`,
   `data.resolution`, `train.seed`, ...). Metrics: every epoch metric with step=epoch, and the
   final values (MLflow's latest value per key). A trial that ran all its planned epochs also
   has `test_top1`, `test_top5`, `test_loss` (evaluated once, at the end; never used to select).
@@ -32,6 +33,8 @@ PHASE = "vitscale.phase"  # comparison studies: "tune" | "final"
 ARM = "vitscale.arm"  # comparison studies: the arm key, e.g. "model.mixer=ssog,model.regime=ode"
 REFERENCE = "vitscale.reference"  # comparison parent run: JSON of the reference arm's values
 CONFIG_KEY = "vitscale.config_key"  # hash of the trial config without the seed: groups replicates
+RESTARTS = "vitscale.restarts"  # times the trial was restarted from its checkpoint (worker/node lost)
+QUEUE_ID = "vitscale.queue_id"  # the placeholder id a run had in the driver's write queue (tracking.queue)
 PARENT_RUN_ID = "mlflow.parentRunId"
 
 STATUSES = ("FINISHED", "FAILED", "KILLED", "RUNNING")

@@ -5,6 +5,7 @@ analysis share these so the layout in `tracking.layout` is written in one place.
 
 from __future__ import annotations
 
+import fcntl
 import subprocess
 import time
 import urllib.error
@@ -48,18 +49,41 @@ def check_tracking_uri(uri: str, *, remote_driver: bool = False, timeout: float 
 
 
 def client_for(uri: str):
+    """An MlflowClient; for a SQLite store, created (and its schema made or migrated) under a lock.
+
+    MLflow creates and migrates a SQLite store's schema on first use without any lock between
+    processes: two `vitscale train` runs starting on a new store raced ("Online migration expected
+    to match one row"). The first use therefore happens under an exclusive file lock next to the
+    database; later processes find the schema current and pass through quickly.
+    """
     from mlflow import MlflowClient
 
-    return MlflowClient(tracking_uri=uri)
+    client = MlflowClient(tracking_uri=uri)
+    if uri.startswith("sqlite:///"):
+        database = Path(uri.removeprefix("sqlite:///").split("?")[0])
+        if database.parent.is_dir():
+            with (database.parent / f".{database.name}.lock").open("a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                client.search_experiments(max_results=1)  # creates / migrates the store
+    return client
 
 
 def ensure_experiment(client, name: str) -> str:
+    """The experiment's id, created if missing (tolerating another process creating it meanwhile)."""
+    from mlflow.exceptions import MlflowException
+
     experiment = client.get_experiment_by_name(name)
     if experiment is not None:
         if experiment.lifecycle_stage == "deleted":
             client.restore_experiment(experiment.experiment_id)
         return experiment.experiment_id
-    return client.create_experiment(name)
+    try:
+        return client.create_experiment(name)
+    except MlflowException:
+        experiment = client.get_experiment_by_name(name)
+        if experiment is None:
+            raise
+        return experiment.experiment_id
 
 
 def git_commit(cwd: str | Path | None = None) -> str:

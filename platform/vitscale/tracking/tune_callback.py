@@ -1,20 +1,25 @@
 """The Ray Tune callback that writes every trial of a study to MLflow, from the driver.
 
 One writer keeps an embedded SQLite store safe and spares worker nodes a route to the tracking
-server. The callback is pickled with the experiment (for `study resume`), so it keeps only plain
-values and finds its state again in MLflow: a resumed trial continues its own child run (found by
-trial id) and epochs already logged are not logged twice.
+server. Writes go through the execution's durable write queue (`tracking.queue`, folder
+`<execution>/tracking-queue`): a hook returns at once, so Tune's loop and the trials never wait on
+the server, and an outage delays writes instead of failing the study. The callback is pickled with
+the experiment (for `study resume`), so it keeps only plain values and finds its state again in the
+queue's journal: a resumed trial continues its own child run and epochs already logged are not
+logged twice.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ray.tune import Callback
 
 from vitscale.tracking import layout, store
+from vitscale.tracking.queued import QUEUE_DIR, QueuedClient, queued_client
 
 # Keys of a trial's result that are not metrics (strings, bookkeeping of Tune and vitscale).
 RESULT_FAILURE_REASON = "failure_reason"
@@ -64,32 +69,35 @@ class MlflowStudyCallback(Callback):
         self.study = study
         self.kind = kind
         self.describe = describe
-        self._client = None
+        self._client: QueuedClient | None = None
         self._runs: dict[str, str] = {}
-        self._last_step: dict[str, int] = {}
         self._node: dict[str, str] = {}
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state.update(_client=None, _runs={}, _last_step={}, _node={})
+        state.update(_client=None, _runs={}, _node={})
         return state
 
-    @property
-    def client(self):
-        if self._client is None:
-            self._client = store.client_for(self.tracking_uri)
+    def queue_client(self, trials) -> QueuedClient:
+        """The execution folder is Tune's experiment folder (storage_path/name, see tune.tuner)."""
+        if self._client is None or self._client.queue.closed:
+            directory = Path(trials[0].remote_experiment_path) / QUEUE_DIR
+            self._client = queued_client(self.tracking_uri, directory)
         return self._client
 
     # -- runs -------------------------------------------------------------------------------
     def run_id(self, trial) -> str:
-        """The trial's child run: found again after a resume, created on first sight."""
+        """The trial's child run: found again (in the journal) after a resume, created on first sight."""
         if trial.trial_id in self._runs:
             return self._runs[trial.trial_id]
-        run_id = store.find_child_run(self.client, self.experiment_id, self.parent_run_id, trial.trial_id)
+        client = self.queue_client([trial])
+        run_id = client.queue.find(
+            **{layout.PARENT_RUN_ID: self.parent_run_id, layout.TRIAL_ID: trial.trial_id}
+        )
         if run_id is None:
             description = self.describe(trial.config)
             run_id = store.create_child_run(
-                self.client,
+                client,
                 self.experiment_id,
                 self.parent_run_id,
                 self.study,
@@ -98,12 +106,10 @@ class MlflowStudyCallback(Callback):
                 run_name=f"{trial.trial_id} {description.run_name}",
                 tags={layout.CONFIG_KEY: description.config_key},
             )
-            store.log_params(self.client, run_id, description.params)
-            self._last_step[run_id] = -1
+            store.log_params(client, run_id, description.params)
         else:
-            self.client.update_run(run_id, status="RUNNING")
-            store.set_tags(self.client, run_id, {layout.STATUS: "RUNNING"})
-            self._last_step[run_id] = store.last_logged_step(self.client, run_id)
+            client.update_run(run_id, status="RUNNING")
+            store.set_tags(client, run_id, {layout.STATUS: "RUNNING"})
         self._runs[trial.trial_id] = run_id
         return run_id
 
@@ -113,18 +119,18 @@ class MlflowStudyCallback(Callback):
 
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
         run_id = self.run_id(trial)
+        client = self.queue_client([trial])
         if result.get(RESULT_NODE_ID) and self._node.get(run_id) != result[RESULT_NODE_ID]:
             # Set again only when it changes: after a restore the trial may run on another node.
-            store.set_tags(self.client, run_id, {layout.NODE_ID: result[RESULT_NODE_ID]})
+            store.set_tags(client, run_id, {layout.NODE_ID: result[RESULT_NODE_ID]})
             self._node[run_id] = result[RESULT_NODE_ID]
         if result.get(RESULT_FAILURE_REASON):
             return  # the failure report carries no new epoch; on_trial_complete records it
         step = int(result.get("epoch", result.get("training_iteration", 0)))
-        if step <= self._last_step.get(run_id, -1):
-            return  # re-reported after a restore: already in MLflow
+        if step <= client.queue.steps.get(run_id, -1):
+            return  # re-reported after a restore: already queued (or in MLflow)
         metrics = {k: v for k, v in result.items() if k not in _TUNE_KEYS and k != "config"}
-        store.log_metrics(self.client, run_id, metrics, step=step)
-        self._last_step[run_id] = step
+        store.log_metrics(client, run_id, metrics, step=step)
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         run_id = self.run_id(trial)
@@ -139,15 +145,17 @@ class MlflowStudyCallback(Callback):
             tags[layout.DID_NOT_TRAIN] = str(bool(result[RESULT_DID_NOT_TRAIN])).lower()
         if reason:
             tags[layout.FAILURE_REASON] = f"{reason}: {result.get(RESULT_FAILURE_MESSAGE, '')}".strip(": ")
-        store.set_tags(self.client, run_id, tags)
-        self.client.set_terminated(run_id, "FAILED" if reason else "FINISHED")
+        client = self.queue_client([trial])
+        store.set_tags(client, run_id, tags)
+        client.set_terminated(run_id, "FAILED" if reason else "FINISHED")
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
         run_id = self.run_id(trial)
         error = trial.get_error()
         message = str(error).strip().splitlines()[-1] if error else "unknown error"
+        client = self.queue_client([trial])
         store.set_tags(
-            self.client,
+            client,
             run_id,
             {
                 layout.STATUS: "FAILED",
@@ -155,8 +163,14 @@ class MlflowStudyCallback(Callback):
                 layout.STOPPED_EARLY: "false",
             },
         )
-        self.client.set_terminated(run_id, "FAILED")
+        client.set_terminated(run_id, "FAILED")
+
+    def on_trial_recover(self, iteration, trials, trial, **info) -> None:
+        """Tune restarts the trial from its last checkpoint (its worker or node was lost)."""
+        store.set_tags(self.queue_client([trial]), self.run_id(trial), {layout.RESTARTS: trial.num_failures})
 
     def on_experiment_end(self, trials, **info) -> None:
         # Trials that never finished (e.g. the run was interrupted) stay RUNNING; `resume` ends them.
-        self.client.set_terminated(self.parent_run_id, "FINISHED")
+        # The driver (tune.run) waits for the queue to be sent before it reads the summary.
+        client = self.queue_client(trials) if trials else store.client_for(self.tracking_uri)
+        client.set_terminated(self.parent_run_id, "FINISHED")

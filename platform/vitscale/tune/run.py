@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from vitscale.errors import UserError
-from vitscale.tracking import store
+from vitscale.tracking import queued, store
 from vitscale.tune import cluster
 
 STATE_FILE = "vitscale-study.json"
@@ -174,7 +174,17 @@ def _fit_and_summarise(tuner, execution: StudyExecution):
     # Snapshot the experiment often (every checkpoint): a killed driver loses little on resume.
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "2")
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
-    results = tuner.fit()
+    # MLflow writes go through the execution's write queue (tracking.queue); on resume, first send
+    # what a driver killed during a tracking outage left queued.
+    queued.open_pending(execution.directory, execution.tracking_uri)
+    try:
+        results = tuner.fit()
+    finally:
+        tracking = queued.close_all()
+    if tracking.pending:
+        raise UserError(f"{tracking.line()}; the tracking server {execution.tracking_uri} is still unreachable")
     client = store.client_for(execution.tracking_uri)
     close_orphans(client, execution, {r.metrics.get("trial_id") for r in results if r.metrics})
-    return summarise(client, execution)
+    summary = summarise(client, execution)
+    summary.tracking = tracking.line()
+    return summary

@@ -30,6 +30,7 @@ class StudySummary:
     objectives: list[tuple[str, str]]
     trials: list[TrialRow] = field(default_factory=list)
     best: list[TrialRow] = field(default_factory=list)  # one row, or the Pareto set
+    tracking: str = ""  # how the MLflow writes went (delayed by an outage, none lost), tracking.queue
 
     @property
     def counts(self) -> dict[str, int]:
