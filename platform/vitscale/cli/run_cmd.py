@@ -158,9 +158,40 @@ def print_summary(summary) -> None:
         for trial in summary.best:
             table.add_row(trial.name, *(f"{trial.metrics[m]:.4g}" for m, _ in summary.objectives))
         console.print(table)
+    if getattr(summary, "arms", None):
+        console.print(arm_table(summary.arms))
     if getattr(summary, "tracking", ""):
         console.print(summary.tracking)
     console.print(
         f"MLflow: experiment {summary.experiment_id}, parent run {summary.parent_run_id} — "
         f"`vitscale ui --tracking-uri {summary.tracking_uri}`; figures: `vitscale analyze {summary.study}`"
     )
+
+
+def arm_table(rows: list[dict]) -> Table:
+    """Comparison studies: each arm's tuned config (chosen on validation) and its final runs."""
+    table = Table(title="arms: tuned on validation, then re-run per final seed")
+    for column in ("arm", "tuned config", "tuning val", "final runs", "final val", "final test"):
+        table.add_column(column, justify="left" if column in ("arm", "tuned config") else "right")
+
+    def pct(value) -> str:
+        return "—" if value is None else f"{100 * value:.2f}"
+
+    for row in rows:
+        point = row["point"]
+        config = (
+            ", ".join(f"{k.rsplit('.', 1)[-1]}={_short(v)}" for k, v in point.items()) if point else "none"
+        )
+        table.add_row(
+            row["arm"],
+            config,
+            pct(row["tuning_score"]),
+            str(row["final_runs"]),
+            pct(row["val_top1"]),
+            pct(row["test_top1"]),
+        )
+    return table
+
+
+def _short(value) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)

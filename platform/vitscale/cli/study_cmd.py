@@ -52,6 +52,15 @@ def trials_line(spec) -> str:
     def n(count: int, noun: str) -> str:
         return f"{count} {noun}{'' if count == 1 else 's'}"
 
+    if spec.kind == "comparison":
+        from vitscale.spec.comparison import arm_list, planned_trials
+
+        tuning, final = planned_trials(spec)
+        arms = len(arm_list(spec))
+        return (
+            f"{n(tuning + final, 'trial')} = {n(arms, 'arm')} x ({n(tuning // arms, 'tuning trial')}"
+            f" + {n(len(spec.final.seeds), 'final seed')})"
+        )
     if spec.kind == "benchmark":
         what = n(len(grid_points(spec)), "configuration")
     elif spec.search.algorithm == "grid":

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from pydantic import ValidationError
 
 from vitscale.spec.check_space import check_against_trial, check_structure
+from vitscale.spec.comparison import comparison_problems
 from vitscale.spec.distributions import CONTINUOUS
 from vitscale.spec.errors import Problem
 from vitscale.spec.space import GRID_LIMIT, SpaceCycle, TooManyPoints, providers
@@ -188,6 +189,7 @@ CHECKS: tuple[tuple[set[str], Callable[[StudySpec, frozenset[str]], Iterable[Pro
     ({"scheduler", "trial", "space"}, _scheduler_epochs),
     ({"kind", "search", "space", "objectives"}, _search),
     ({"kind", "resources", "trial", "benchmark"}, _resources),
+    ({"kind", "arms", "reference", "final", "objectives", "space", "trial", "search"}, comparison_problems),
 )
 
 

@@ -42,6 +42,10 @@ def grid_points(spec: StudySpec) -> list[dict[str, Any]]:
 
 def count_trials(spec: StudySpec) -> int:
     """Trials the study plans: grid points (or num_samples) x seeds (benchmark: configurations x seeds)."""
+    if spec.kind == "comparison":
+        from vitscale.spec.comparison import planned_trials
+
+        return sum(planned_trials(spec))
     points = len(grid_points(spec)) if spec.search.algorithm == "grid" else spec.search.num_samples
     return points * len(spec.search.seeds)
 
@@ -147,6 +151,9 @@ def spec_dict(spec: StudySpec) -> dict[str, Any]:
         data.pop("trial")  # unused; a benchmark study may not set it
     elif data.get("benchmark") is None:
         data.pop("benchmark")
+    for key in ("arms", "reference", "final"):  # comparison only: other specs hash as before
+        if data.get(key) is None:
+            data.pop(key, None)
     return data
 
 

@@ -9,7 +9,7 @@ ASHA max_t, seeds, objectives) are filled in here, so consumers always see concr
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -66,6 +66,12 @@ class FailureConfig(_Section):
     max_failures: int = Field(1, ge=-1, description="restarts after a worker failure; -1 = unlimited")
 
 
+class FinalConfig(_Section):
+    seeds: list[int] = Field(
+        min_length=1, description="comparison: each arm's best config is re-run once per seed, then tested"
+    )
+
+
 class TrackingConfig(_Section):
     uri: str = Field("sqlite:///mlflow.db", description="MLflow tracking URI")
     experiment: str | None = Field(None, description="MLflow experiment; default: the study name")
@@ -93,9 +99,20 @@ class StudySpec(_Section):
     extends: str | None = Field(
         None, description="another study file (relative to this one) to inherit; applied by the loader"
     )
-    kind: Literal["train", "benchmark"] = "train"
+    kind: Literal["train", "benchmark", "comparison"] = Field(
+        "train", description="comparison: tune every arm with the same budget, then re-run each best"
+    )
     trial: TrialConfig = Field(default_factory=TrialConfig, description="the base of every trial")
     benchmark: BenchmarkConfig | None = Field(None, description="kind: benchmark only")
+    arms: dict[str, list[Any]] | None = Field(
+        None,
+        description="comparison: trial path -> values; every combination is one arm, tuned on its own",
+    )
+    reference: dict[str, Any] | None = Field(
+        None,
+        description="comparison: the arm (or arms) deltas are taken against, e.g. {model.mixer: attention}",
+    )
+    final: FinalConfig | None = Field(None, description="comparison: the seeds of the final runs")
     space: dict[str, Param] = Field(
         default_factory=dict,
         description="dotted trial path -> distribution",

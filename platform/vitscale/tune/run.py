@@ -108,6 +108,10 @@ def run_study(
     directory.mkdir(parents=True)
     execution = StudyExecution(directory, spec, uri, experiment_id, parent_run_id)
     execution.save()
+    if spec.kind == "comparison":
+        from vitscale.tune.comparison import run_comparison
+
+        return run_comparison(execution, verbose=verbose)
 
     from vitscale.tune.tuner import build_tuner
 
@@ -159,6 +163,10 @@ def resume_study(
     cluster.preflight(execution.spec.resources.cpu, execution.spec.resources.gpu, allow_autoscale)
     client = store.client_for(execution.tracking_uri)
     client.update_run(execution.parent_run_id, status="RUNNING")
+    if execution.spec.kind == "comparison":
+        from vitscale.tune.comparison import run_comparison
+
+        return run_comparison(execution, verbose=verbose)  # skips the phases already done
     tuner = tune.Tuner.restore(
         str(directory),
         trainable=trainable_for(execution.spec),
@@ -182,7 +190,9 @@ def _fit_and_summarise(tuner, execution: StudyExecution):
     finally:
         tracking = queued.close_all()
     if tracking.pending:
-        raise UserError(f"{tracking.line()}; the tracking server {execution.tracking_uri} is still unreachable")
+        raise UserError(
+            f"{tracking.line()}; the tracking server {execution.tracking_uri} is still unreachable"
+        )
     client = store.client_for(execution.tracking_uri)
     close_orphans(client, execution, {r.metrics.get("trial_id") for r in results if r.metrics})
     summary = summarise(client, execution)

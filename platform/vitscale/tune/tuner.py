@@ -5,10 +5,11 @@ from __future__ import annotations
 import functools
 
 from ray import tune
-from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+from ray.tune.schedulers import FIFOScheduler
 from ray.tune.search.optuna import OptunaSearch
 
 from vitscale.tracking.tune_callback import MlflowStudyCallback, TrialDescription
+from vitscale.tune.arm_asha import ArmASHA
 from vitscale.tune.replicates import ReplicatedSearcher
 from vitscale.tune.samplers import SAMPLERS
 
@@ -47,10 +48,12 @@ def _define_by_run(trial, spec):
 
 
 def _scheduler(spec):
+    """FIFO, or ASHA with one set of rungs per arm (mixer x regime): see `tune.arm_asha`."""
     sched = spec.scheduler
     if sched.type == "asha":
         objective = spec.objectives[0]
-        return ASHAScheduler(
+        return ArmASHA(
+            spec,
             time_attr="epoch",
             metric=objective.metric,
             mode=objective.mode,
@@ -101,10 +104,12 @@ def _reporter(spec) -> tune.CLIReporter:
     )
 
 
-def build_tuner(execution, verbose: int = 1) -> tune.Tuner:
+def build_tuner(execution, verbose: int = 1, *, callback=None, search=None) -> tune.Tuner:
+    """The study's Tuner. Comparison phases pass their own callback (phase and arm tags) and
+    search (the final runs' grid); the experiment lives in `execution.directory`."""
     spec = execution.spec
-    search_alg, param_space, num_samples = _search(spec, execution.directory)
-    callback = MlflowStudyCallback(
+    search_alg, param_space, num_samples = search or _search(spec, execution.directory)
+    callback = callback or MlflowStudyCallback(
         tracking_uri=execution.tracking_uri,
         experiment_id=execution.experiment_id,
         parent_run_id=execution.parent_run_id,

@@ -1,0 +1,155 @@
+"""`kind: comparison` on Ray Tune: one tuning phase per arm, then one final phase.
+
+Phases of one execution (`storage/<name>/<timestamp>/`):
+- `tune-<i>`: arm i's own Tune experiment: the study's search (sampler or grid, `search.seeds`
+  replicates, its own Optuna DB) over `space` with the arm's values fixed in the trial. Every
+  arm gets the same budget. ASHA, if any, sees this arm's trials only.
+- `final`: each arm's best point (validation only, see `tune.selection`) x `final.seeds`, FIFO;
+  the trainer evaluates test once at the end of each run.
+`comparison.json` records each finished phase (and each arm's choice) as it ends. Resume skips
+finished phases, restores the Tune experiment of the interrupted one (its finished trials are
+not re-run) and starts those not begun. All runs are children of the study's parent run, tagged
+`vitscale.phase` and `vitscale.arm`; the parent carries `vitscale.reference`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from ray import tune
+
+from vitscale.errors import UserError
+from vitscale.spec.comparison import arm_key, arm_list, arm_study, final_study
+from vitscale.tracking import layout, queued, store
+from vitscale.tune.phase_callback import PhaseCallback
+from vitscale.tune.selection import choose
+from vitscale.tune.summary import child_runs, close_orphans, summarise
+from vitscale.tune.tuner import build_tuner, describe_trial, trainable_for
+
+STATE_FILE = "comparison.json"
+ARTIFACT = "comparison.json"
+
+
+def _load_state(directory: Path) -> dict:
+    path = directory / STATE_FILE
+    return json.loads(path.read_text()) if path.is_file() else {"choices": {}, "final_done": False}
+
+
+def _save_state(directory: Path, state: dict) -> None:
+    tmp = directory / (STATE_FILE + ".tmp")
+    tmp.write_text(json.dumps(state, indent=2, default=str))
+    os.replace(tmp, directory / STATE_FILE)  # atomic: a kill never leaves half a file
+
+
+def _fit(execution, phase: str, phase_spec, callback, search=None, verbose: int = 1):
+    """Run one phase's Tune experiment, or continue it where a killed driver left it."""
+    directory = execution.directory / phase
+    directory.mkdir(exist_ok=True)
+    if tune.Tuner.can_restore(str(directory)):
+        tuner = tune.Tuner.restore(
+            str(directory),
+            trainable=trainable_for(phase_spec),
+            resume_unfinished=True,
+            resume_errored=True,
+        )
+    else:
+        phase_execution = replace(execution, directory=directory, spec=phase_spec)
+        tuner = build_tuner(phase_execution, verbose, callback=callback, search=search)
+    try:
+        return tuner.fit()
+    finally:
+        _drain(execution)
+
+
+def _callback(execution, phase_spec, phase: str, arm: dict | None) -> PhaseCallback:
+    return PhaseCallback(
+        tracking_uri=execution.tracking_uri,
+        experiment_id=execution.experiment_id,
+        parent_run_id=execution.parent_run_id,
+        study=execution.spec.name,
+        kind="comparison",
+        describe=functools.partial(describe_trial, spec=phase_spec),
+        phase=phase,
+        arm=arm,
+        arm_fields=list(execution.spec.arms),
+    )
+
+
+def _drain(execution) -> None:
+    """Send every queued MLflow write (`tracking.queued`) before reading MLflow or going on."""
+    tracking = queued.close_all()
+    if tracking.pending:
+        raise UserError(
+            f"{tracking.line()}; the tracking server {execution.tracking_uri} is still unreachable"
+        )
+
+
+def _final_points(choices: dict[str, dict]) -> list[dict]:
+    """{arm keys..., tuned keys...} for every arm that has a winner, in arm order."""
+    return [{**c["values"], **c["point"]} for c in choices.values() if c["point"] is not None]
+
+
+def run_comparison(execution, verbose: int = 1):
+    """Every phase not yet done; then the parent run ends and the summary is read from MLflow."""
+    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "2")
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+    spec = execution.spec
+    client = store.client_for(execution.tracking_uri)
+    store.set_tags(client, execution.parent_run_id, {layout.REFERENCE: json.dumps(spec.reference)})
+    state = _load_state(execution.directory)
+    queued.open_pending(execution.directory, execution.tracking_uri)  # left by a killed driver
+    objective = spec.objectives[0]
+    live: set = set()
+    for i, arm in enumerate(arm_list(spec)):
+        key = arm_key(arm)
+        if key in state["choices"]:
+            continue
+        phase_spec = arm_study(spec, arm)
+        results = _fit(
+            execution, f"tune-{i}", phase_spec, _callback(execution, phase_spec, "tune", arm), verbose=verbose
+        )
+        live |= {r.metrics.get("trial_id") for r in results if r.metrics}
+        choice = choose(results, key, arm, list(spec.search.seeds), objective.metric, objective.mode)
+        state["choices"][key] = choice.to_json()
+        _save_state(execution.directory, state)
+    points = _final_points(state["choices"])
+    if not state["final_done"] and points:
+        phase_spec = final_study(spec)
+        search = (
+            None,
+            {"point": tune.grid_search(points), "seed": tune.grid_search(list(spec.final.seeds))},
+            1,
+        )
+        callback = _callback(execution, phase_spec, "final", None)
+        results = _fit(execution, "final", phase_spec, callback, search=search, verbose=verbose)
+        live |= {r.metrics.get("trial_id") for r in results if r.metrics}
+    state["final_done"] = True
+    _save_state(execution.directory, state)
+    close_orphans(client, execution, live)
+    client.log_text(execution.parent_run_id, json.dumps(state, indent=2, default=str), ARTIFACT)
+    client.set_terminated(execution.parent_run_id, "FINISHED")
+    summary = summarise(client, execution)
+    summary.arms = arm_rows(client, execution, state)
+    return summary
+
+
+def arm_rows(client, execution, state: dict) -> list[dict]:
+    """Per arm: the tuned point, its validation score, and the final runs' val/test means."""
+    finals: dict[str, list] = {}
+    for run in child_runs(client, execution.experiment_id, execution.parent_run_id):
+        tags = run.data.tags
+        if tags.get(layout.PHASE) == "final" and tags.get(layout.STATUS) == "FINISHED":
+            finals.setdefault(tags.get(layout.ARM), []).append(run.data.metrics)
+    rows = []
+    for key, choice in state["choices"].items():
+        runs = finals.get(key, [])
+        row = {"arm": key, "point": choice["point"], "tuning_score": choice["score"], "final_runs": len(runs)}
+        for metric in ("val_top1", "test_top1"):
+            values = [m[metric] for m in runs if metric in m]
+            row[metric] = sum(values) / len(values) if values else None
+        rows.append(row)
+    return rows

@@ -1,0 +1,40 @@
+"""The MLflow callback of a comparison phase: every child run also gets `vitscale.phase` and
+`vitscale.arm`, and a phase ending does not end the study's parent run (more phases follow)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vitscale.spec.comparison import arm_key
+from vitscale.tracking import layout, store
+from vitscale.tracking.tune_callback import MlflowStudyCallback
+
+
+class PhaseCallback(MlflowStudyCallback):
+    def __init__(
+        self, *args: Any, phase: str, arm: dict | None, arm_fields: list[str], **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.phase = phase
+        self.arm = arm  # tuning: the phase's one arm; final: None, read from each trial's point
+        self.arm_fields = list(arm_fields)
+
+    def _arm_tag(self, config: dict) -> str:
+        values = self.arm or {k: (config.get("point") or {}).get(k) for k in self.arm_fields}
+        return arm_key(values)
+
+    def run_id(self, trial) -> str:
+        known = trial.trial_id in self._runs
+        run_id = super().run_id(trial)
+        if not known:  # first sight in this driver (created, or found again after a resume)
+            tags = {layout.PHASE: self.phase, layout.ARM: self._arm_tag(trial.config)}
+            store.set_tags(self._writer(trial), run_id, tags)
+        return run_id
+
+    def _writer(self, trial):
+        """The parent's MLflow writer: the durable queue where there is one, else the client."""
+        queue_client = getattr(self, "queue_client", None)
+        return queue_client([trial]) if queue_client else self.client
+
+    def on_experiment_end(self, trials, **info) -> None:
+        pass  # the comparison ends the parent run after its last phase

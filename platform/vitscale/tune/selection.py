@@ -1,0 +1,80 @@
+"""Each arm's best tuning point, chosen on validation only.
+
+A point's score is the mean of the (single, `val_*`) objective over its tuning seeds. A point
+counts only when every seed ran all its planned epochs: a failed, errored or early-stopped
+replicate disqualifies it, so failures never win and a point is never judged on fewer seeds
+than the others. Test metrics are never read here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from vitscale.tracking.tune_callback import RESULT_FAILURE_REASON, RESULT_PLANNED_EPOCHS
+
+
+@dataclass
+class ArmChoice:
+    """One arm's outcome of the tuning phase (saved in the execution and logged to MLflow)."""
+
+    arm: str
+    values: dict[str, Any]
+    point: dict[str, Any] | None  # the winning point (searched keys only); None: nothing qualified
+    score: float | None  # mean validation objective over the tuning seeds
+    tuning_trials: int
+    qualified_points: int
+    scores: list[dict[str, Any]] = field(default_factory=list)  # every point: mean, seeds, ok
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _complete(result) -> bool:
+    metrics = result.metrics or {}
+    if result.error is not None or metrics.get(RESULT_FAILURE_REASON):
+        return False
+    planned, epoch = metrics.get(RESULT_PLANNED_EPOCHS), metrics.get("epoch")
+    return planned is not None and epoch is not None and epoch >= planned
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def choose(results, arm: str, values: dict[str, Any], seeds: list[int], metric: str, mode: str) -> ArmChoice:
+    """The best point of one arm's tuning `results` (a Ray Tune ResultGrid or list of Results)."""
+    groups: dict[str, dict[str, Any]] = {}
+    total = 0
+    for result in results:
+        config = result.config or {}
+        if "point" not in config:
+            continue
+        total += 1
+        key = json.dumps(config["point"], sort_keys=True, default=str)
+        group = groups.setdefault(key, {"point": config["point"], "values": {}})
+        value = (result.metrics or {}).get(metric)
+        ok = _complete(result) and _finite(value)
+        group["values"][config.get("seed")] = float(value) if ok else None
+    scores = []
+    for group in groups.values():
+        got = group["values"]
+        ok = set(got) >= set(seeds) and all(got[s] is not None for s in seeds)
+        mean = sum(got[s] for s in seeds) / len(seeds) if ok else None
+        scores.append({"point": group["point"], "mean": mean, "seeds": len(got), "qualified": ok})
+    qualified = [s for s in scores if s["qualified"]]
+    best = None
+    if qualified:
+        pick = max if mode == "max" else min
+        best = pick(qualified, key=lambda s: s["mean"])  # first of equals: the earliest point
+    return ArmChoice(
+        arm=arm,
+        values=dict(values),
+        point=dict(best["point"]) if best else None,
+        score=best["mean"] if best else None,
+        tuning_trials=total,
+        qualified_points=len(qualified),
+        scores=scores,
+    )
