@@ -22,7 +22,10 @@ STUDIES = sorted((ROOT / "studies").glob("*.yaml"))
 SPACES = sorted((ROOT / "search_spaces").glob("*.yaml"))
 
 EXPECTED_TRIALS = {
-    "quickstart.yaml": 12,  # 2 mixers x 2 widths x 3 regimes x 1 seed
+    "quickstart.yaml": 24,  # 2 mixers x 2 widths x 3 regimes x 2 seeds
+    "tuned_quickstart.yaml": 24,  # 4 arms x (4 TPE samples x 1 seed + 2 final seeds)
+    "paper_cifar100_tuned.yaml": 162,  # 6 arms x (24 TPE samples + 3 final seeds)
+    "scaling_quickstart.yaml": 20,  # 2 mixers x 5 widths x 2 seeds
     "paper_cifar100_discrete.yaml": 18,  # 2 mixers x 3 sizes x 3 seeds
     "paper_cifar100_looped.yaml": 18,
     "paper_cifar100_ode.yaml": 18,
@@ -85,8 +88,9 @@ def test_quickstart_is_small_and_local():
     spec = load_study(ROOT / "studies/quickstart.yaml")
     assert spec.trial.data.dataset == "digits" and spec.trial.data.resolution == 16
     assert spec.resources.gpu == 0 and spec.trial.train.device == "cpu"
-    assert spec.scheduler.type == "asha" and spec.metric == "val_top1"
-    assert spec.scheduler.max_t == spec.trial.train.epochs
+    # FIFO: every mixer x regime cell finishes all its epochs, over 2 seeds (a paired delta)
+    assert spec.scheduler.type == "fifo" and spec.metric == "val_top1"
+    assert len(spec.search.seeds) >= 2
     points = grid_points(spec)
     assert {p["model.mixer"] for p in points} == {"attention", "ssog"}
     assert {p["model.regime"] for p in points} == {"discrete", "looped", "ode"}
@@ -107,3 +111,18 @@ def test_benchmark_study_points_are_configurations():
     assert {p["resolution"] for p in points} == {224, 384, 512, 768, 1024}
     assert {p["attention_backend"] for p in points if p["mixer"] == "attention"} == {"sdpa", "math"}
     assert {p["attention_backend"] for p in points if p["mixer"] == "ssog"} == {None}
+
+
+def test_scaling_quickstart_has_enough_sizes_for_a_fit():
+    spec = load_study(ROOT / "studies/scaling_quickstart.yaml")
+    points = grid_points(spec)
+    assert len({p["model.width"] for p in points}) >= 5 and len(spec.search.seeds) >= 2
+    assert {p["model.mixer"] for p in points} == {"attention", "ssog"}
+    assert spec.resources.gpu == 0 and spec.scheduler.type == "fifo"
+
+
+def test_tuned_studies_tune_every_arm_with_the_same_budget():
+    for name in ("tuned_quickstart.yaml", "paper_cifar100_tuned.yaml"):
+        spec = load_study(ROOT / "studies" / name)
+        assert spec.kind == "comparison" and spec.reference == {"model.mixer": "attention"}
+        assert len(spec.final.seeds) >= 2 and spec.metric.startswith("val_")

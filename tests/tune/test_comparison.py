@@ -1,0 +1,187 @@
+"""Comparison studies: arms and their checks, selection on validation, ASHA within an arm, and
+(slow) a whole tuned comparison killed during its final phase and resumed."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from study_helpers import child_runs, cli_env, parent_runs, vitscale, write_study
+
+from vitscale.spec import SpecError, count_trials, load_study
+from vitscale.spec.comparison import arm_key, arm_list, arm_study
+from vitscale.tune.arm_asha import ArmASHA
+from vitscale.tune.selection import choose
+
+ROOT = Path(__file__).resolve().parents[2]
+
+COMPARISON = {
+    "kind": "comparison",
+    "arms": {"model.mixer": ["attention", "ssog"]},
+    "reference": {"model.mixer": "attention"},
+    "space": {
+        "train.lr": {"loguniform": [1.0e-3, 1.0e-2]},
+        "model.num_gaussians": {"int": [1, 4], "when": {"model.mixer": "ssog"}},
+    },
+    "search": {"algorithm": "tpe", "num_samples": 2, "seeds": [0], "max_concurrent_trials": 2},
+    "final": {"seeds": [0, 1]},
+}
+
+
+def test_arms_are_every_combination_and_each_tunes_its_own_space():
+    spec = load_study(ROOT / "studies/tuned_quickstart.yaml")
+    arms = arm_list(spec)
+    assert [arm_key(a) for a in arms][:2] == [
+        "model.mixer=attention,model.regime=discrete",
+        "model.mixer=attention,model.regime=ode",
+    ]
+    assert len(arms) == 4 and count_trials(spec) == 4 * 4 + 4 * 2
+    study = arm_study(spec, arms[-1])
+    assert study.kind == "train" and study.trial.model.mixer == "ssog" and study.trial.model.regime == "ode"
+    assert study.search == spec.search and set(study.space) == set(spec.space)
+
+
+def test_a_parameter_of_one_arm_is_not_searched_in_the_others(tmp_path):
+    spec = load_study(write_study(tmp_path, "cmp", **COMPARISON))
+    attention, ssog = arm_list(spec)
+    assert "model.num_gaussians" not in arm_study(spec, attention).space
+    assert "model.num_gaussians" in arm_study(spec, ssog).space
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("reference={model.mixer: pooling}", "reference.model.mixer"),
+        ("final=null", "final"),
+        ("arms={model.mixer: [ssog]}", "arms"),
+        ("arms={model.nope: [1, 2]}", "arms.model.nope"),
+        ("objectives=[{metric: test_top1, mode: max}]", "objectives"),
+        ("space.model.mixer={choice: [attention]}", "arms.model.mixer"),
+    ],
+)
+def test_comparison_problems_name_the_key(tmp_path, override, key):
+    path = write_study(tmp_path, "cmp", **COMPARISON)
+    with pytest.raises(SpecError) as err:
+        load_study(path, [override])
+    assert any(f": {key}:" in line for line in err.value.lines), err.value.lines
+
+
+def _result(point, seed, value, *, epoch=2, planned=2, reason="", error=None):
+    metrics = {"val_top1": value, "test_top1": 1.0, "epoch": epoch, "planned_epochs": planned}
+    metrics["failure_reason"] = reason
+    return SimpleNamespace(config={"point": point, "seed": seed}, metrics=metrics, error=error)
+
+
+def test_selection_uses_the_validation_mean_over_seeds_and_failures_never_win():
+    a, b, c, d = ({"train.lr": lr} for lr in (1e-3, 2e-3, 3e-3, 4e-3))
+    results = [
+        _result(a, 0, 0.50),
+        _result(a, 1, 0.70),  # mean 0.60: the winner
+        _result(b, 0, 0.65),
+        _result(b, 1, 0.45),  # mean 0.55
+        _result(c, 0, 0.99),
+        _result(c, 1, 0.99, reason="diverged"),  # one failed replicate: disqualified
+        _result(d, 0, 0.99, epoch=1),
+        _result(d, 1, 0.99, epoch=1),  # stopped early: disqualified
+    ]
+    choice = choose(results, "model.mixer=ssog", {"model.mixer": "ssog"}, [0, 1], "val_top1", "max")
+    assert choice.point == a and choice.score == pytest.approx(0.60)
+    assert choice.tuning_trials == 8 and choice.qualified_points == 2
+    none = choose(results[4:], "x", {}, [0, 1], "val_top1", "max")
+    assert none.point is None and none.score is None
+
+
+def test_asha_compares_trials_of_the_same_arm_only(tmp_path):
+    spec = load_study(
+        write_study(tmp_path, "asha", space={"model.mixer": {"grid": ["attention", "ssog"]}}),
+        ["trial.train.epochs=4"],
+    )
+    scheduler = ArmASHA(
+        spec, time_attr="epoch", metric="val_top1", mode="max", max_t=4, grace_period=1, reduction_factor=2
+    )
+
+    def trial(trial_id, mixer):
+        return SimpleNamespace(trial_id=trial_id, config={"point": {"model.mixer": mixer}, "seed": 0})
+
+    fast, slow, slow2 = trial("a", "attention"), trial("s", "ssog"), trial("s2", "ssog")
+    for t in (fast, slow, slow2):
+        scheduler.on_trial_add(None, t)
+    assert scheduler.on_trial_result(None, fast, {"epoch": 1, "val_top1": 0.9}) == "CONTINUE"
+    # Plain ASHA would stop this one: 0.1 is below attention's 0.9 at the same rung.
+    assert scheduler.on_trial_result(None, slow, {"epoch": 1, "val_top1": 0.1}) == "CONTINUE"
+    # Within its own arm, a weaker SSoG trial is stopped.
+    assert scheduler.on_trial_result(None, slow2, {"epoch": 1, "val_top1": 0.05}) == "STOP"
+    assert set(scheduler._by_arm) == {
+        "model.mixer=attention,model.regime=discrete",
+        "model.mixer=ssog,model.regime=discrete",
+    }
+
+
+@pytest.mark.slow
+def test_comparison_killed_in_its_final_phase_resumes_to_exactly_the_plan(tmp_path):
+    study = write_study(tmp_path, "cmp-resume", **COMPARISON)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    results = tmp_path / "results"
+    command = [sys.executable, "-m", "vitscale", "study", "run", str(study), "--tracking-uri", uri]
+    command += ["--storage", str(results), "--num-cpus", "1", "--quiet", "--set", "trial.train.epochs=3"]
+    command += ["--set", "search.max_concurrent_trials=1"]
+    driver = subprocess.Popen(
+        command, cwd=tmp_path, env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.time() + 420
+        while time.time() < deadline:
+            if _finished(uri, "cmp-resume", "final") >= 1:
+                break
+            assert driver.poll() is None, "the study ended before it could be killed"
+            time.sleep(0.5)
+        else:
+            pytest.fail("no final run finished within 420 s")
+    finally:
+        driver.send_signal(signal.SIGKILL)
+        driver.wait()
+    assert _finished(uri, "cmp-resume", "final") < 4
+
+    proc = vitscale(
+        "study", "resume", "cmp-resume", "--storage", str(results), "--num-cpus", "1", "--quiet", cwd=tmp_path
+    )
+    assert "8 finished" in proc.stdout, proc.stdout
+    [parent] = parent_runs(uri, "cmp-resume")
+    assert parent.data.tags["vitscale.kind"] == "comparison"
+    assert json.loads(parent.data.tags["vitscale.reference"]) == {"model.mixer": "attention"}
+    runs = child_runs(uri, "cmp-resume")
+    finished = [r for r in runs if r.data.tags["vitscale.status"] == "FINISHED"]
+    phases = Counter((r.data.tags["vitscale.phase"], r.data.tags["vitscale.arm"]) for r in finished)
+    assert phases == {
+        ("tune", "model.mixer=attention"): 2,
+        ("tune", "model.mixer=ssog"): 2,
+        ("final", "model.mixer=attention"): 2,
+        ("final", "model.mixer=ssog"): 2,
+    }
+    finals = [r for r in finished if r.data.tags["vitscale.phase"] == "final"]
+    assert sorted((r.data.params["model.mixer"], r.data.params["train.seed"]) for r in finals) == [
+        ("attention", "0"),
+        ("attention", "1"),
+        ("ssog", "0"),
+        ("ssog", "1"),
+    ]
+    assert all("test_top1" in r.data.metrics for r in finals)
+    assert all(r.data.tags["vitscale.status"] == "KILLED" for r in runs if r not in finished)
+
+
+def _finished(uri: str, study: str, phase: str) -> int:
+    try:
+        runs = child_runs(uri, study)
+    except Exception:  # the store or experiment may not exist yet
+        return 0
+    return sum(
+        r.data.tags.get("vitscale.status") == "FINISHED" and r.data.tags.get("vitscale.phase") == phase
+        for r in runs
+    )
