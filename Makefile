@@ -16,9 +16,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+# The mission's question on this machine: every mixer x regime cell trained over 2 seeds (a
+# seed-paired delta per regime, accuracy-parameters front), then the CPU throughput-resolution
+# smoke benchmark; one report per study under reports/.
 demo: setup
-	$(BIN)/vitscale study run studies/quickstart.yaml
-	$(BIN)/vitscale analyze quickstart
+	$(BIN)/vitscale study run studies/quickstart.yaml --quiet
+	$(BIN)/vitscale study run studies/throughput_resolution_smoke.yaml --quiet
+	$(BIN)/vitscale analyze quickstart --bootstrap 200
+	$(BIN)/vitscale analyze throughput-resolution-smoke
+	@echo "reports: reports/quickstart/report.md, reports/throughput-resolution-smoke/report.md"
 	@echo "MLflow UI: $(BIN)/vitscale ui   (then open http://127.0.0.1:5000)"
 
 test: setup
