@@ -3,18 +3,23 @@
 Training study: 2 mixers x 2 regimes x 3 widths x 2 seeds, one FAILED trial, one stopped early,
 and a resumed second parent run that re-ran one trial (the newest run of that trial must win).
 Benchmark study: attention (sdpa, math) and ssog x 2 regimes x 4 resolutions, one `oom`.
+Comparison study: arms mixer x regime, tune and final phases, a reference tag and a spec.yaml.
+Also `fake_run`: an in-memory stand-in for mlflow's Run, for tests that need no store.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
 from vitscale.tracking import layout
 
 TRAIN_STUDY = "tiny_train"
+COMPARISON_STUDY = "tiny_comparison"
 BENCH_STUDY = "tiny_bench"
 WIDTHS = (32, 64, 96)
 
@@ -221,3 +226,109 @@ def write_bench_study(uri: str, artifacts: Path) -> None:
                 _log_run(
                     client, exp, parent, tags, params, [], metrics, status="FAILED" if oom else "FINISHED"
                 )
+
+
+def fake_run(run_id: str, trial: str, start: int, params: dict, metrics: dict, **tags) -> SimpleNamespace:
+    """Just the attributes of mlflow.entities.Run that the reader uses."""
+    all_tags = {
+        layout.TRIAL_ID: trial,
+        layout.STATUS: "FINISHED",
+        layout.STOPPED_EARLY: "false",
+        layout.PARENT_RUN_ID: "p1",
+        layout.KIND: "train",
+        **tags,
+    }
+    return SimpleNamespace(
+        info=SimpleNamespace(run_id=run_id, start_time=start, end_time=start + 1, status="FINISHED"),
+        data=SimpleNamespace(tags=all_tags, params={k: str(v) for k, v in params.items()}, metrics=metrics),
+    )
+
+
+COMPARISON_SPACE = {
+    "train.lr": {"loguniform": [1.0e-4, 1.0e-2]},
+    "model.num_gaussians": {"int": [1, 8], "when": {"model.mixer": "ssog"}},
+    "model.mixer": {"choice": ["attention", "ssog"]},
+    "model.regime": {"choice": ["discrete", "ode"]},
+}
+COMPARISON_REFERENCE = {"model.mixer": "attention"}
+TUNED_LR = {
+    ("attention", "discrete"): 1e-3,
+    ("ssog", "discrete"): 1e-2,
+    ("attention", "ode"): 2e-3,
+    ("ssog", "ode"): 3e-3,
+}
+COMPARISON_GAIN = {"discrete": 0.03, "ode": -0.01}  # ssog - attention per regime, before noise
+
+
+def comparison_trials() -> list[dict]:
+    """Arms mixer x regime: 4 tune-phase trials each (one failed, one stopped early in ssog·ode),
+    then the tuned configuration over seeds 0-3 (final phase) with validation and test top-1."""
+    rng = np.random.default_rng(5)
+    out, n = [], 0
+    for mixer in ("attention", "ssog"):
+        for regime in ("discrete", "ode"):
+            arm = f"model.mixer={mixer},model.regime={regime}"
+            base = 0.80 + (COMPARISON_GAIN[regime] if mixer == "ssog" else 0.0)
+            for phase, seeds in (("tune", [0, 0, 0, 0]), ("final", [0, 1, 2, 3])):
+                for j, seed in enumerate(seeds):
+                    n += 1
+                    lr = TUNED_LR[(mixer, regime)] if phase == "final" else 10 ** (-4 + 0.6 * j)
+                    status, early = "FINISHED", "false"
+                    if phase == "tune" and (mixer, regime) == ("ssog", "ode"):
+                        status, early = (
+                            ("FAILED", "false"),
+                            ("FINISHED", "true"),
+                            (status, early),
+                            (status, early),
+                        )[j]
+                    shift = 0.01 * seed + rng.normal(0, 0.002)  # seeds share their shift across arms
+                    val = base + shift - (0.05 if phase == "tune" else 0.0)
+                    metrics = {"val_top1": val, "params": 50_000.0}
+                    if phase == "final":
+                        metrics["test_top1"] = val - 0.01
+                    out.append(
+                        {
+                            "trial": f"c_{n:03d}",
+                            "status": status,
+                            "tags": {layout.PHASE: phase, layout.ARM: arm, layout.STOPPED_EARLY: early},
+                            "params": {
+                                "model.mixer": mixer,
+                                "model.regime": regime,
+                                "model.width": 64,
+                                "model.num_gaussians": 8 if mixer == "ssog" else 4,
+                                "data.dataset": "digits",
+                                "data.resolution": 16,
+                                "train.lr": lr,
+                                "train.seed": seed,
+                            },
+                            "metrics": metrics,
+                        }
+                    )
+    return out
+
+
+def write_comparison_study(uri: str, artifacts: Path) -> None:
+    """The comparison trials in MLflow, under a parent with the reference tag and a spec.yaml."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment(COMPARISON_STUDY, artifact_location=artifacts.as_uri())
+    parent = client.create_run(
+        exp,
+        tags={
+            layout.ROLE: "study",
+            layout.STUDY: COMPARISON_STUDY,
+            layout.KIND: "comparison",
+            layout.REFERENCE: json.dumps(COMPARISON_REFERENCE),
+        },
+    ).info.run_id
+    client.log_text(parent, json.dumps({"name": COMPARISON_STUDY, "space": COMPARISON_SPACE}), "spec.yaml")
+    for t in comparison_trials():
+        tags = {
+            layout.STUDY: COMPARISON_STUDY,
+            layout.KIND: "comparison",
+            layout.TRIAL_ID: t["trial"],
+            layout.STATUS: t["status"],
+            **t["tags"],
+        }
+        _log_run(client, exp, parent, tags, t["params"], [], t["metrics"], status=t["status"])

@@ -10,7 +10,8 @@ from scipy import stats
 
 from vitscale.analysis.aggregate import mean_ci
 from vitscale.analysis.crossover import crossover_point
-from vitscale.analysis.fits import fit_power_law, loglog_slope
+from vitscale.analysis.exponents import loglog_slope
+from vitscale.analysis.fits import fit_power_law
 
 
 @pytest.mark.parametrize("a,b,c", [(8.0, 0.30, 0.05), (40.0, 0.45, 0.12), (2.0, 0.2, 0.0)])
@@ -18,8 +19,9 @@ def test_power_law_recovers_known_exponents(a, b, c):
     rng = np.random.default_rng(7)
     p = np.repeat(np.geomspace(5e4, 2e7, 6), 3)  # 6 sizes x 3 seeds
     err = a * p**-b + c + rng.normal(0, 0.002, p.size)
-    fit = fit_power_law(p, err, n_boot=200, seed=0)
-    assert fit.status == "ok" and fit.bootstrap == "stratified" and fit.n_boot_ok == 200
+    fit = fit_power_law(p, err, n_boot=100, seed=0)
+    assert fit.status == "ok" and fit.bootstrap == "stratified" and fit.n_boot_ok == 100
+    assert fit.at_bound == (["c=0 (lower bound)"] if c == 0 else []) and fit.n_starts == 15
     assert fit.b == pytest.approx(b, abs=0.06)
     assert fit.c == pytest.approx(c, abs=0.02)
     pred = fit.predict(np.array([1e5, 1e6, 1e7]))
@@ -36,10 +38,34 @@ def test_bootstrap_is_seeded():
     assert one.ci == two.ci
 
 
-def test_too_few_distinct_sizes_are_skipped_with_a_reason():
-    fit = fit_power_law(np.array([1e5, 1e5, 2e5, 2e5]), np.array([0.3, 0.31, 0.25, 0.26]))
-    assert fit.status == "skipped" and fit.a is None
-    assert "2 distinct parameter count" in fit.reason
+@pytest.mark.parametrize("sizes", [2, 3])
+def test_fits_refuse_fewer_than_four_sizes(sizes):
+    """A 3-parameter law through 3 sizes is exactly determined: no fit, no interval, a reason."""
+    p = np.repeat(np.geomspace(1e5, 1e7, sizes), 3)
+    err = 5 * p**-0.3 + 0.1 + np.random.default_rng(0).normal(0, 0.003, p.size)
+    fit = fit_power_law(p, err, n_boot=50)
+    assert fit.status == "not_fitted" and fit.a is None and fit.b is None and fit.ci == {}
+    assert fit.reason.startswith(f"not fitted: {sizes} sizes") and fit.n_boot == 0
+
+
+def test_a_parameter_pinned_at_its_bound_is_flagged():
+    """Error rising with size drives b to 0 (its lower bound): the fit says so instead of hiding it."""
+    p = np.repeat(np.geomspace(1e5, 1e7, 5), 2)
+    err = 0.2 + 0.01 * np.log10(p) + np.random.default_rng(1).normal(0, 0.001, p.size)
+    fit = fit_power_law(p, err, n_boot=20)
+    assert fit.status == "ok" and any(flag.startswith("b=0") for flag in fit.at_bound)
+
+
+def test_failed_bootstrap_resamples_are_counted():
+    """Case resampling of 4 unreplicated sizes mostly keeps < 4 sizes: those count as failed."""
+    p = np.geomspace(1e5, 1e7, 4)
+    fit = fit_power_law(p, 5 * p**-0.3 + 0.1, n_boot=200, seed=0)
+    rng = np.random.default_rng(0)  # the same draws: a resample with all 4 sizes is a permutation
+    complete = sum(np.unique(rng.integers(0, 4, 4)).size == 4 for _ in range(200))
+    assert fit.bootstrap == "cases" and fit.n_boot == 200
+    assert fit.n_boot_ok == complete and 0 < complete < 40
+    if complete < 10:
+        assert fit.ci == {} and f"{complete} of 200 bootstrap resamples succeeded" in fit.reason
 
 
 def test_unreplicated_sizes_bootstrap_whole_cases():

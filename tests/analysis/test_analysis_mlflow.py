@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
-from analysis_stores import BENCH_STUDY, TRAIN_STUDY, bench_truth
+from analysis_stores import BENCH_STUDY, COMPARISON_REFERENCE, COMPARISON_STUDY, TRAIN_STUDY, bench_truth
 
 from vitscale.analysis import runs as runs_mod
 from vitscale.analysis.pipeline import analyze
@@ -38,7 +38,12 @@ def bench(stores, tmp_path_factory):
     return _analyze_both(BENCH_STUDY, stores["uri"], tmp_path_factory.mktemp("bench"))
 
 
-@pytest.mark.parametrize("which", ["train", "bench"])
+@pytest.fixture(scope="module")
+def comparison(stores, tmp_path_factory):
+    return _analyze_both(COMPARISON_STUDY, stores["uri"], tmp_path_factory.mktemp("comparison"))
+
+
+@pytest.mark.parametrize("which", ["train", "bench", "comparison"])
 def test_mlflow_and_parquet_give_the_same_outputs(which, request):
     a, b = request.getfixturevalue(which)
     assert a.logged_to == a.parent_run_ids[0] and b.logged_to is None
@@ -46,7 +51,7 @@ def test_mlflow_and_parquet_give_the_same_outputs(which, request):
     files_b = sorted(p.relative_to(b.out_dir).as_posix() for p in b.out_dir.rglob("*") if p.is_file())
     assert files_a == files_b
     csvs = [f for f in files_a if f.endswith(".csv")]
-    assert csvs and all(f.startswith(("pareto_", "crossovers")) for f in csvs)
+    assert csvs and all(f.startswith(("pareto_", "crossovers", "arms", "deltas")) for f in csvs)
     for name in [*csvs, "fits.json", "report.md"]:
         assert (a.out_dir / name).read_text() == (b.out_dir / name).read_text(), name
     assert pq.read_table(a.runs_path).to_pandas().equals(pq.read_table(b.runs_path).to_pandas())  # NaN == NaN
@@ -101,8 +106,10 @@ def test_train_report_has_the_paper_table_fronts_fits_and_figures(train):
         assert f"(pareto_{name}.csv)" in report and res.front_paths[name].is_file()
     nfe = pacsv.read_csv(res.front_paths["nfe_mean_val_top1"])
     assert set(nfe.column("regime").to_pylist()) == {"ode"} and "run_ids" in nfe.column_names
-    assert [f.status for f in res.fits] == ["ok"] * 4
-    assert all(0.1 < f.b < 0.6 and f.ci["b"][0] <= f.b <= f.ci["b"][1] for f in res.fits)
+    # 3 widths: a 3-parameter law would pass through every size mean, so nothing is fitted
+    assert [f.status for f in res.fits] == ["not_fitted"] * 4 and all(f.ci == {} for f in res.fits)
+    assert "- attention · discrete: not fitted: 3 sizes" in report
+    assert "| mixer | regime | b |" not in report
     for png in (p for p in res.figure_paths if p.suffix == ".png"):
         assert f"(figures/{png.name})" in report
 
@@ -126,12 +133,20 @@ def test_bench_crossovers_ratios_oom_and_cost_exponents(bench):
     assert c.resolution == pytest.approx(math.exp(math.log(224) + t * math.log(384 / 224)))
     assert cross[("discrete", "attention/math", "images_per_second")].status == "ahead_throughout"
     assert cross[("ode", "attention/math", "images_per_second")].largest == 512  # 768 went out of memory
-    slopes = {(e["series"], e["regime"], e["quantity"]): e["slope"] for e in res.cost_exponents}
-    assert slopes[("ssog", "discrete", "flops_per_image")] == pytest.approx(1.5)
-    assert slopes[("attention/sdpa", "discrete", "flops_per_image")] == pytest.approx(2.0)
+    slopes = {(e["series"], e["regime"], e["quantity"], e["method"]): e["slope"] for e in res.cost_exponents}
+    assert slopes[("ssog", "discrete", "flops_per_image", "ols")] == pytest.approx(1.5)
+    assert slopes[("attention/sdpa", "discrete", "flops_per_image", "ols")] == pytest.approx(2.0)
+    # the mixer's own FLOPs, counted from each configuration (width 192, 3 heads, patch 16, K=4)
+    assert slopes[("ssog", "discrete", "mixing_flops", "local")] == pytest.approx(1.5, abs=0.03)
+    assert slopes[("attention/math", "ode", "mixing_flops", "local")] == pytest.approx(2.0, abs=0.03)
+    assert slopes[("ssog", "discrete", "mixing_flops", "ols")] == pytest.approx(1.5)  # exactly N·(H+W)
     report = res.report_path.read_text()
     assert "| ode | 768 | 2304 | oom | oom |" in report
     assert "ssog/attention/sdpa throughput" in report and "## Crossover resolutions" in report
+    assert (
+        "| ssog | discrete | — | mixer FLOPs / layer (mixing_flops) | local, two largest resolutions | 1.5"
+        in report
+    )
     fastest = pacsv.read_csv(res.front_paths["resolution_images_per_second"])
     top = {(r["regime"], r["resolution"]): r["series"] for r in fastest.to_pylist()}
     assert top[("discrete", 768)] == "ssog" and top[("discrete", 224)] == "attention/sdpa"
@@ -185,3 +200,19 @@ def test_cli_redraws_from_the_snapshot(bench, tmp_path, capsys):
     assert "attention/sdpa" in out and "report:" in out and (tmp_path / "report.md").is_file()
     assert (tmp_path / "report.md").read_text() == bench[0].report_path.read_text()
     assert "logged to MLflow" not in out
+
+
+def test_comparison_reads_reference_and_space_from_the_parent_run(comparison):
+    res, redrawn = comparison
+    assert res.comparison and res.reference == COMPARISON_REFERENCE
+    assert redrawn.reference == COMPARISON_REFERENCE  # kept in runs.parquet's metadata
+    arms = {a.label: a for a in redrawn.arms}
+    assert arms["model.mixer=ssog,model.regime=discrete"].tuning["edges"] == {
+        "model.num_gaussians": "high",
+        "train.lr": "high",
+    }
+    assert arms["model.mixer=ssog,model.regime=ode"].tuning["budget"]["n_failed"] == 1
+    report = res.report_path.read_text()
+    assert (
+        "| model.mixer=ssog,model.regime=discrete | model.mixer=attention,model.regime=discrete | +" in report
+    )

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
+from analysis_stores import fake_run
 
 from vitscale.analysis.pipeline import analyze
 from vitscale.analysis.runs import (
@@ -19,22 +19,6 @@ from vitscale.analysis.runs import (
 )
 from vitscale.errors import UserError
 from vitscale.tracking import layout
-
-
-def fake_run(run_id: str, trial: str, start: int, params: dict, metrics: dict, **tags) -> SimpleNamespace:
-    """Just the attributes of mlflow.entities.Run that the reader uses."""
-    all_tags = {
-        layout.TRIAL_ID: trial,
-        layout.STATUS: "FINISHED",
-        layout.STOPPED_EARLY: "false",
-        layout.PARENT_RUN_ID: "p1",
-        layout.KIND: "train",
-        **tags,
-    }
-    return SimpleNamespace(
-        info=SimpleNamespace(run_id=run_id, start_time=start, end_time=start + 1, status="FINISHED"),
-        data=SimpleNamespace(tags=all_tags, params={k: str(v) for k, v in params.items()}, metrics=metrics),
-    )
 
 
 def test_params_get_their_types_back():
@@ -54,11 +38,11 @@ def test_newest_run_of_a_trial_wins():
     assert kept == {"r2", "r3"}
 
 
-def train_runs() -> list[SimpleNamespace]:
+def train_runs() -> list:
     runs, n = [], 0
     for mixer in ("attention", "ssog"):
         for regime in ("discrete", "looped"):
-            for width in (32, 64, 128):
+            for width in (32, 64, 128, 256):  # 4 sizes: the least a power-law fit accepts
                 for seed in (0, 1, 2):
                     n += 1
                     params = 12 * width**2 * (0.9 if mixer == "ssog" else 1.0)

@@ -1,9 +1,12 @@
 """Runs -> Arrow/Parquet -> replicate aggregates, Pareto fronts, scaling-law fits, figures, report.
 
-Modules, one job each: runs (MLflow / runs.parquet -> Table), fields (normalised mixer/regime/...
-columns), aggregate (seeds -> mean, std, 95 % CI), pareto (non-dominated rows), fronts (the
-study's fronts -> CSV), crossover (where SSoG overtakes attention), fits (power laws, cost
-exponents), figures, report / report_bench (report.md), pipeline (`analyze`, the orchestrator).
+Modules, one job each: runs (MLflow / runs.parquet -> Table), context (parent-run facts),
+fields (normalised mixer/regime/... columns), outcomes (used / failed / stopped / did not train,
+drop-or-chance scoring), aggregate (seeds -> mean, std, 95 % CI), paired (seed-paired Δ), arms
+(arms and their Δ against the reference), tuning (comparison budgets, edge flags), pareto
+(non-dominated rows), fronts (the study's fronts -> CSV), crossover (where SSoG overtakes
+attention), fits (power laws), mixing + exponents (cost exponents), figures, markdown / report /
+report_arms / report_bench (report.md), pipeline (`analyze`, the orchestrator).
 Imports are lazy so `from vitscale.analysis import pareto_front` does not load MLflow.
 """
 
@@ -17,7 +20,7 @@ _EXPORTS = {
     "pareto_front": "vitscale.analysis.pareto",
     "pareto_mask": "vitscale.analysis.pareto",
     "fit_power_law": "vitscale.analysis.fits",
-    "loglog_slope": "vitscale.analysis.fits",
+    "loglog_slope": "vitscale.analysis.exponents",
 }
 __all__ = list(_EXPORTS)
 

@@ -2,7 +2,8 @@
 
 Only runs that finished their schedule count towards the statistics (status FINISHED and not
 stopped early): a stopped-early trial's metrics come from a shorter training and would bias the
-mean. Failed, killed and stopped-early trials are counted per configuration so the report shows them.
+mean. Failed, killed and stopped-early trials are counted per configuration so the report shows them,
+and so are did-not-train runs (finished at chance level: they stay in the mean).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from scipy import stats
 from vitscale.analysis.fields import FIELDS, SEED_COLUMNS, as_float, mixer_order, regime_order
 
 DESCRIPTIVE = tuple(f for f in FIELDS if f != "seed") + ("series",)
-COUNT_COLUMNS = ("n_runs", "n_used", "n_failed", "n_stopped_early", "n_killed", "n_other")
+COUNT_COLUMNS = ("n_runs", "n_used", "n_failed", "n_stopped_early", "n_killed", "n_other", "n_did_not_train")
 
 
 def mean_ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float, float, int]:
@@ -63,6 +64,7 @@ def aggregate_replicates(
     used = np.asarray(table.column("used").to_pylist(), dtype=bool)
     status = table.column("status").to_pylist()
     early = table.column("stopped_early").to_pylist()
+    dnt = table.column("did_not_train").to_pylist() if "did_not_train" in table.column_names else []
     run_ids = table.column("run_id").to_pylist()
     values = {m: as_float(table.column(m)) for m in metrics}
 
@@ -92,6 +94,7 @@ def aggregate_replicates(
         counts["n_stopped_early"].append(sum(bool(early[i]) for i in idx))
         counts["n_killed"].append(sum(status[i] == "KILLED" for i in idx))
         counts["n_other"].append(sum(status[i] not in ("FINISHED", "FAILED", "KILLED") for i in idx))
+        counts["n_did_not_train"].append(sum(dnt[i] is True for i in idx) if dnt else 0)
         ids.append(";".join(sorted(run_ids[i] for i in use)))
         reasons.append(
             ";".join(sorted({str(failure[i]) for i in idx if status[i] == "FAILED" and failure[i]}))

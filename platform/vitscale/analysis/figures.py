@@ -294,7 +294,7 @@ def cost_figure(
         1.0 / as_float(rows.column(ips)),
     )
     for e in exponents:
-        if e["quantity"] != "seconds_per_image":
+        if e["quantity"] != "seconds_per_image" or e.get("method", "ols") != "ols":
             continue
         idx = [i for i in range(rows.num_rows) if series[i] == e["series"] and regimes[i] == e["regime"]]
         st = style.of(mixers[idx[0]], e["regime"])

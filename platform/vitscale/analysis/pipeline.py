@@ -22,13 +22,18 @@ from rich.progress import (
 
 from vitscale.analysis import figures as figs
 from vitscale.analysis.aggregate import aggregate_replicates
+from vitscale.analysis.arms import arm_deltas, is_comparison, study_arms
 from vitscale.analysis.crossover import crossovers, write_crossovers
+from vitscale.analysis.exponents import cost_exponents
 from vitscale.analysis.fields import with_fields
-from vitscale.analysis.fits import N_BOOT, clean_json, cost_exponents, fit_to_dict, scaling_fits
+from vitscale.analysis.fits import HUBER_DELTA, MIN_DISTINCT_P, N_BOOT, clean_json, fit_to_dict, scaling_fits
 from vitscale.analysis.fronts import bench_fronts, setting_columns, train_fronts, with_setting, write_front
+from vitscale.analysis.outcomes import POLICIES, with_outcomes
 from vitscale.analysis.report import write_report
+from vitscale.analysis.report_arms import write_arms
 from vitscale.analysis.result import AnalysisResult
 from vitscale.analysis.runs import StudyRuns, load_study_runs, read_snapshot, write_snapshot
+from vitscale.analysis.tuning import add_tuning
 from vitscale.errors import UserError
 
 
@@ -41,14 +46,18 @@ def analyze(
     experiment: str | None = None,
     n_boot: int = N_BOOT,
     seed: int = 0,
+    incomplete: str = "drop",
     log_artifacts: bool = True,
     console: Console | None = None,
 ) -> AnalysisResult:
     """Analyse `study` from MLflow (or a runs.parquet snapshot) into `out` (default reports/STUDY/).
 
-    From MLflow the whole output directory is logged back under `analysis/` of the study's newest
-    parent run; from a snapshot nothing is logged.
+    `incomplete` ("drop" | "chance") says how failed, stopped-early and killed runs count in the
+    arm means and Δ. From MLflow the whole output directory is logged back under `analysis/` of
+    the study's newest parent run; from a snapshot nothing is logged.
     """
+    if incomplete not in POLICIES:
+        raise UserError(f"--incomplete: {incomplete!r} is not one of {', '.join(POLICIES)}")
     out_dir = Path(out) if out is not None else Path("reports") / study
     console = console or Console(stderr=True)
     columns = (
@@ -68,7 +77,7 @@ def analyze(
             write_snapshot(source, runs_path)
         snap = read_snapshot(runs_path)  # analyse what was written: MLflow and --from agree exactly
         params, metrics = snap.param_columns, snap.metric_columns
-        runs = with_fields(snap.table)
+        runs = with_outcomes(with_fields(snap.table))
         res = AnalysisResult(
             study=snap.study,
             kind=snap.kind,
@@ -77,6 +86,7 @@ def analyze(
             aggregates=runs,
             parent_run_ids=source.parent_run_ids,
             runs_path=runs_path,
+            policy=incomplete,
         )
 
         progress.update(step, advance=1, description="aggregating replicates")
@@ -89,11 +99,24 @@ def analyze(
         res.fronts = bench_fronts(res.aggregates) if res.kind == "benchmark" else train_fronts(res.aggregates)
         for front in res.fronts:
             write_front(front, out_dir, params)
+        if res.kind != "benchmark":
+            res.comparison = is_comparison(res.kind, runs)
+            res.arms, res.reference = study_arms(res.kind, runs, params, snap.context, incomplete)
+            if res.comparison:
+                add_tuning(runs, res.arms, snap.context.get("space"))
+            res.deltas = arm_deltas(res.arms, res.reference, res.policy)
+            write_arms(res)
 
         progress.update(step, advance=1, description="scaling-law fits (bootstrap)")
         if res.kind != "benchmark":
             groups = progress.add_task("  bootstrap per mixer × regime", total=None)
-            res.fits = scaling_fits(runs, n_boot=n_boot, seed=seed, on_group=lambda: progress.advance(groups))
+            res.fits = scaling_fits(
+                runs,
+                n_boot=n_boot,
+                seed=seed,
+                on_group=lambda: progress.advance(groups),
+                final_only=res.comparison,
+            )
             progress.remove_task(groups)
         res.cost_exponents = cost_exponents(res.aggregates)
         if res.kind == "benchmark":
@@ -136,8 +159,10 @@ def _write_fits(res: AnalysisResult, n_boot: int, seed: int) -> Path:
             "n_boot": n_boot,
             "seed": seed,
             "ci_level": 0.95,
-            "min_distinct_params": 3,
+            "min_distinct_params": MIN_DISTINCT_P,
             "model": "error(P) = a * P**(-b) + c, error = 1 - val_top1, P = params",
+            "method": f"log space, LSE form, Huber loss (delta={HUBER_DELTA}), L-BFGS-B from a grid of starts",
+            "incomplete_runs": res.policy,
         },
         "power_law": [fit_to_dict(f) for f in res.fits],
         "cost_exponents": res.cost_exponents,

@@ -6,49 +6,17 @@ MLflow and the one redrawn from runs.parquet are the same text.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 import pyarrow.compute as pc
 
+from vitscale.analysis.exponents import METHOD_LABELS, QUANTITY_LABELS
 from vitscale.analysis.fields import BASELINE, CANDIDATE, as_float, regime_order
+from vitscale.analysis.fits import MIN_DISTINCT_P
+from vitscale.analysis.markdown import num, outcomes, pm, si, table
+from vitscale.analysis.report_arms import arms_section, delta_section
 from vitscale.analysis.result import AnalysisResult
-
-
-def pm(mean: float, ci: float, n: int | float, scale: float = 1.0, digits: int = 2) -> str:
-    """'71.23 ± 1.30 (n=2)'; no ± for a single run; '—' when nothing finished."""
-    if not np.isfinite(mean):
-        return "—"
-    text = f"{mean * scale:.{digits}f}"
-    if np.isfinite(ci):
-        text += f" ± {ci * scale:.{digits}f}"
-    return f"{text} (n={int(n)})"
-
-
-def si(value: float) -> str:
-    """1234567 -> '1.23 M'."""
-    if not np.isfinite(value):
-        return "—"
-    for div, unit in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= div:
-            return f"{value / div:.3g} {unit}"
-    return f"{value:.3g}"
-
-
-def num(value, digits: int = 4) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "—"
-    return f"{value:.{digits}g}" if isinstance(value, float) else str(value)
-
-
-def table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return [
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * len(header),
-        *("| " + " | ".join(r) + " |" for r in rows),
-        "",
-    ]
 
 
 def header_lines(res: AnalysisResult) -> list[str]:
@@ -58,12 +26,15 @@ def header_lines(res: AnalysisResult) -> list[str]:
         f"# {res.study}: analysis",
         "",
         f"{'Benchmark' if res.kind == 'benchmark' else 'Training'} study · {c['runs']} trial runs: "
-        f"{c['used']} used, {c['failed']} failed, {c['stopped_early']} stopped early, "
-        f"{c['killed']} killed, {c['other']} other · parent run(s): {parents}",
+        f"{c['used']} used ({c['did_not_train']} of them did not train), {c['failed']} failed, "
+        f"{c['stopped_early']} stopped early, {c['killed']} killed, {c['other']} other · "
+        f"parent run(s): {parents}",
         "",
-        "Statistics use runs that finished their schedule (status FINISHED, not stopped early); failed, "
-        "killed and stopped-early trials are counted per configuration, not averaged. "
-        "`±` is the 95 % Student-t interval over seeds.",
+        "Configuration statistics, fronts and fits use runs that finished their schedule (status "
+        "FINISHED, not stopped early); failed, killed and stopped-early trials are counted beside them. "
+        "Did-not-train runs (finished within 2 points of chance) stay in and are counted. Arm means and "
+        f"Δ: incomplete runs **{'scored as chance' if res.policy == 'chance' else 'dropped'}** "
+        f"(`--incomplete {res.policy}`). `±` is the 95 % Student-t interval over seeds.",
         "",
     ]
 
@@ -83,6 +54,12 @@ def paper_table(res: AnalysisResult) -> list[str]:
     cells: dict[tuple, list[int]] = {}
     for i in range(agg.num_rows):
         cells.setdefault((reg[i], wid[i], mix[i]), []).append(i)
+    arm_key = {a.label: a.key for a in res.arms}
+    deltas = {
+        (arm_key[d.candidate].get("model.regime"), arm_key[d.candidate].get("model.width")): d
+        for d in res.deltas
+        if d.metric == "val_top1" and arm_key[d.candidate].get("model.mixer") == CANDIDATE
+    }
     best = {k: max(v, key=lambda i: (np.nan_to_num(top1[i], nan=-1.0), -i)) for k, v in cells.items()}
     rows, several = [], False
     for regime in regime_order([r for r in reg if r]):
@@ -95,7 +72,9 @@ def paper_table(res: AnalysisResult) -> list[str]:
             for i in (a, s):
                 row += ["—", "—"] if i is None else [pm(top1[i], ci[i], n[i], 100), si(params[i])]
             if a is not None and s is not None:
-                row += [f"{100 * (top1[s] - top1[a]):+.2f}", f"{100 * (params[s] / params[a] - 1):+.1f} %"]
+                d = deltas.get((regime, str(width)))
+                dtext = pm(d.delta.mean, d.delta.ci95, d.delta.n, 100, signed=True) if d else "—"
+                row += [dtext, f"{100 * (params[s] / params[a] - 1):+.1f} %"]
             else:
                 row += ["—", "—"]
             rows.append(row)
@@ -110,11 +89,15 @@ def paper_table(res: AnalysisResult) -> list[str]:
             f"{BASELINE} params",
             f"{CANDIDATE} top-1 (%)",
             f"{CANDIDATE} params",
-            "Δ top-1 (points)",
+            "Δ val top-1 (points, seed-paired)",
             "Δ params",
         ],
         rows,
     )
+    out += [
+        "Counts of failed, stopped-early and did-not-train runs per Δ: *Δ top-1 against the reference*.",
+        "",
+    ]
     if several:
         out += [
             "Where a cell holds several configurations, the one with the best mean top-1 is shown "
@@ -178,8 +161,10 @@ def fits_section(res: AnalysisResult) -> list[str]:
     for f in res.fits:
         g = f"{f.group['mixer']} · {f.group['regime']}"
         if f.status != "ok":
-            notes.append(f"- {g}: {f.status} — {f.reason}")
+            notes.append(f"- {g}: {f.reason} ({f.n_runs} runs)")
             continue
+        if f.at_bound:
+            notes.append(f"- {g}: at a bound: {', '.join(f.at_bound)} (its interval is not trustworthy)")
         ci = {k: f"[{v[0]:.3g}, {v[1]:.3g}]" for k, v in f.ci.items()}
         rows.append(
             [
@@ -188,24 +173,22 @@ def fits_section(res: AnalysisResult) -> list[str]:
                 f"{f.b:.3f} {ci.get('b', '')}",
                 f"{f.a:.3g} {ci.get('a', '')}",
                 f"{100 * f.c:.2f} % [{', '.join(f'{100 * v:.2f}' for v in f.ci.get('c', []))}]",
-                str(f.n_runs),
                 str(f.n_distinct),
+                f"{f.n_boot_ok}/{f.n_boot} ({f.bootstrap})",
+                outcomes(f.counts),
             ]
         )
     out = [
         "## Scaling-law fits: error(P) = a·P^(−b) + c",
         "",
-        "Fitted on finished runs (error = 1 − top-1, P = parameters); 95 % bootstrap intervals in brackets "
-        "([fits.json](fits.json)).",
+        "Fitted on finished runs (error = 1 − validation top-1, P = parameters) with at least "
+        f"{MIN_DISTINCT_P} distinct sizes, in log space with a Huber loss from a grid of starts "
+        "(Besiroglu et al. 2024); 95 % bootstrap intervals in brackets, with how many resamples "
+        "succeeded ([fits.json](fits.json)).",
         "",
     ]
     if rows:
-        out += table(["mixer", "regime", "b", "a", "c (error floor)", "runs", "distinct P"], rows)
-    if any(f.status == "ok" and f.n_distinct == 3 for f in res.fits):
-        notes.append(
-            "- With 3 distinct sizes the 3-parameter law passes through the size means exactly: "
-            "b and c are weakly determined (c = 0 is the lower bound of the fit)."
-        )
+        out += table(["mixer", "regime", "b", "a", "c (error floor)", "sizes", "bootstrap ok", "runs"], rows)
     return out + notes + ([""] if notes else [])
 
 
@@ -217,45 +200,54 @@ def exponents_section(res: AnalysisResult) -> list[str]:
             e["series"],
             e["regime"],
             e["setting"] or "—",
-            e["quantity"],
+            QUANTITY_LABELS.get(e["quantity"], e["quantity"]),
+            METHOD_LABELS.get(e.get("method", "ols"), "?"),
             f"{e['slope']:.3f}" + (f" [{e['ci'][0]:.3f}, {e['ci'][1]:.3f}]" if e["ci"] else ""),
-            f"{e['r2']:.3f}",
+            f"{e['r2']:.3f}" if e["r2"] is not None else "—",
             str(e["n"]),
         ]
         for e in res.cost_exponents
     ]
     return [
-        "## Cost exponents (log–log slope against tokens)",
+        "## Cost exponents (slope of log cost against log tokens)",
         "",
-        *table(["series", "regime", "setting", "quantity", "slope [95 % CI]", "r²", "points"], rows),
+        "The mixer's own FLOPs (`mixing_flops`: attention ~N², SSoG ~N^1.5) give its exponent; total "
+        "FLOPs mix in the linear projections and MLPs and understate it at small grids. The local "
+        "slope between the two largest resolutions is the one closest to the asymptote.",
+        "",
+        *table(
+            ["series", "regime", "setting", "quantity", "estimate", "slope [95 % CI]", "r²", "points"], rows
+        ),
     ]
 
 
 def failures_section(res: AnalysisResult, limit: int = 100) -> list[str]:
-    """Every trial left out of the statistics (up to `limit` rows; runs.parquet has them all)."""
+    """Every trial left out of the statistics, and every did-not-train trial (up to `limit` rows;
+    runs.parquet has them all)."""
     t = res.runs
-    bad = t.filter(pc.invert(t.column("used")))
-    out = ["## Failed and stopped-early trials", ""]
+    dnt = pc.fill_null(t.column("did_not_train"), False) if "did_not_train" in t.column_names else None
+    keep = pc.invert(t.column("used")) if dnt is None else pc.or_(pc.invert(t.column("used")), dnt)
+    bad = t.filter(keep)
+    out = ["## Failed, stopped-early and did-not-train trials", ""]
     if not bad.num_rows:
-        return out + ["None: every trial finished its schedule.", ""]
-    cols = [
-        "trial_id",
-        "mixer",
-        "regime",
-        "width",
-        "resolution",
-        "seed",
-        "status",
-        "stopped_early",
-        "failure_reason",
-    ]
+        return out + ["None: every trial finished its schedule and trained.", ""]
+    cols = {
+        "trial_id": "trial",
+        "mixer": "mixer",
+        "regime": "regime",
+        "width": "width",
+        "resolution": "resolution",
+        "seed": "seed",
+        "status": "status",
+        "stopped_early": "stopped early",
+        "did_not_train": "did not train",
+        "failure_reason": "reason",
+    }
     rows = [
         [num(bad.column(c)[i].as_py()) if bad.column(c)[i].as_py() is not None else "—" for c in cols]
         for i in range(min(bad.num_rows, limit))
     ]
-    out += table(
-        ["trial", "mixer", "regime", "width", "resolution", "seed", "status", "stopped early", "reason"], rows
-    )
+    out += table(list(cols.values()), rows)
     if bad.num_rows > limit:
         out += [f"… and {bad.num_rows - limit} more (all of them are in runs.parquet).", ""]
     return out
@@ -277,7 +269,8 @@ def render(res: AnalysisResult) -> str:
 
         body = bench_sections(res)
     else:
-        body = paper_table(res) + configurations_table(res) + fronts_section(res) + fits_section(res)
+        body = paper_table(res) + delta_section(res) + arms_section(res) + configurations_table(res)
+        body += fronts_section(res) + fits_section(res)
     body += exponents_section(res) + failures_section(res) + figures_section(res)
     return "\n".join(header_lines(res) + body).rstrip() + "\n"
 

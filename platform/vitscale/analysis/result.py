@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from vitscale.analysis.arms import Arm, ArmDelta
 from vitscale.analysis.crossover import Crossover
 from vitscale.analysis.fields import as_float, mixer_order, regime_order
 from vitscale.analysis.fits import PowerLawFit
@@ -28,6 +29,11 @@ class AnalysisResult:
     fits: list[PowerLawFit] = field(default_factory=list)
     cost_exponents: list[dict] = field(default_factory=list)
     crossovers: list[Crossover] = field(default_factory=list)
+    arms: list[Arm] = field(default_factory=list)
+    deltas: list[ArmDelta] = field(default_factory=list)
+    reference: dict = field(default_factory=dict)  # the reference arm's values the Δ are taken against
+    policy: str = "drop"  # how runs without a final number count in arm means and Δ (outcomes.py)
+    comparison: bool = False
     figure_paths: list[Path] = field(default_factory=list)
     runs_path: Path | None = None
     fits_path: Path | None = None
@@ -42,6 +48,9 @@ class AnalysisResult:
         """Trial outcome counts over the whole study."""
         status = self.runs.column("status").to_pylist()
         early = self.runs.column("stopped_early").to_pylist()
+        dnt = (
+            self.runs.column("did_not_train").to_pylist() if "did_not_train" in self.runs.column_names else []
+        )
         return {
             "runs": len(status),
             "used": sum(self.runs.column("used").to_pylist()),
@@ -50,6 +59,7 @@ class AnalysisResult:
             "killed": sum(s == "KILLED" for s in status),
             "other": sum(s not in ("FINISHED", "FAILED", "KILLED") for s in status),
             "stopped_early": sum(bool(e) for e in early),
+            "did_not_train": sum(d is True for d in dnt),
         }
 
     def summary(self) -> list[dict]:

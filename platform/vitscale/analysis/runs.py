@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from vitscale.analysis.context import parent_context
 from vitscale.errors import UserError
 from vitscale.tracking import layout
 from vitscale.tracking.store import check_tracking_uri
@@ -35,6 +36,12 @@ BASE_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("node_id", pa.string()),
     ("start_time", pa.int64()),
 )
+# Columns added later: a snapshot written before them reads back with nulls (unknown).
+LATER_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
+    ("did_not_train", pa.bool_()),  # null: no tag (older runs); see analysis.outcomes
+    ("phase", pa.string()),  # comparison studies: "tune" | "final"
+    ("arm", pa.string()),
+)
 _META = "vitscale."
 _INT = re.compile(r"[+-]?\d+")
 
@@ -48,6 +55,7 @@ class StudyRuns:
     table: pa.Table
     parent_run_ids: list[str] = field(default_factory=list)  # newest first
     tracking_uri: str | None = None
+    context: dict = field(default_factory=dict)  # parent-run facts: reference arm, search space
 
     @property
     def param_columns(self) -> list[str]:
@@ -77,7 +85,8 @@ def parse_param_column(values: list[str | None]) -> pa.Array:
 def runs_to_table(runs: list[Any], study: str, kind: str | None = None) -> pa.Table:
     """MLflow `Run`s (already deduplicated) -> the snapshot table with typed params and final metrics."""
     runs = sorted(runs, key=lambda r: (r.data.tags.get(layout.TRIAL_ID) or r.info.run_id, r.info.run_id))
-    cols: dict[str, list] = {name: [] for name, _ in BASE_COLUMNS}
+    columns = BASE_COLUMNS + LATER_COLUMNS
+    cols: dict[str, list] = {name: [] for name, _ in columns}
     for run in runs:
         tags = run.data.tags
         cols["run_id"].append(run.info.run_id)
@@ -90,8 +99,14 @@ def runs_to_table(runs: list[Any], study: str, kind: str | None = None) -> pa.Ta
         cols["config_key"].append(tags.get(layout.CONFIG_KEY) or None)
         cols["node_id"].append(tags.get(layout.NODE_ID) or None)
         cols["start_time"].append(run.info.start_time)
-    arrays = {name: pa.array(cols[name], typ) for name, typ in BASE_COLUMNS}
-    metric_keys = sorted({k for r in runs for k in r.data.metrics})
+        dnt = str(tags.get(layout.DID_NOT_TRAIN, "")).lower()
+        cols["did_not_train"].append({"true": True, "false": False}.get(dnt))
+        cols["phase"].append(tags.get(layout.PHASE) or None)
+        cols["arm"].append(tags.get(layout.ARM) or None)
+    arrays = {name: pa.array(cols[name], typ) for name, typ in columns}
+    # A metric named like a base column (the trainer's `did_not_train`) keeps its value as metric.NAME.
+    renamed = {k: (f"metric.{k}" if k in arrays else k) for r in runs for k in r.data.metrics}
+    metric_keys = sorted(renamed.values())
     param_keys = sorted({k for r in runs for k in r.data.params})
     taken = set(arrays) | set(metric_keys)
     param_names = []
@@ -99,9 +114,9 @@ def runs_to_table(runs: list[Any], study: str, kind: str | None = None) -> pa.Ta
         name = key if key not in taken else f"param.{key}"
         param_names.append(name)
         arrays[name] = parse_param_column([r.data.params.get(key) for r in runs])
-    for key in metric_keys:
-        arrays[key] = pa.array([r.data.metrics.get(key, float("nan")) for r in runs], pa.float64())
-    table = pa.table(arrays) if runs else pa.table(arrays, schema=pa.schema(list(BASE_COLUMNS)))
+    for key, name in sorted(renamed.items(), key=lambda kv: kv[1]):
+        arrays[name] = pa.array([r.data.metrics.get(key, float("nan")) for r in runs], pa.float64())
+    table = pa.table(arrays) if runs else pa.table(arrays, schema=pa.schema(list(columns)))
     if kind is None:
         kind = _infer_kind(table, param_names)
     return _with_meta(table, study=study, kind=kind, params=param_names, metrics=metric_keys)
@@ -122,6 +137,7 @@ def _with_meta(
     params: list[str],
     metrics: list[str],
     parents: list[str] | None = None,
+    context: dict | None = None,
 ) -> pa.Table:
     meta = {
         "vitscale.study": study,
@@ -129,6 +145,7 @@ def _with_meta(
         "vitscale.param_columns": json.dumps(params),
         "vitscale.metric_columns": json.dumps(metrics),
         "vitscale.parent_run_ids": json.dumps(parents or []),
+        "vitscale.context": json.dumps(context or {}, sort_keys=True, default=str),
     }
     return table.replace_schema_metadata({k.encode(): v.encode() for k, v in meta.items()})
 
@@ -143,6 +160,7 @@ def write_snapshot(runs: StudyRuns, path: Path) -> Path:
         params=runs.param_columns,
         metrics=runs.metric_columns,
         parents=runs.parent_run_ids,
+        context=runs.context,
     )
     pq.write_table(table, path)
     return path
@@ -160,11 +178,15 @@ def read_snapshot(path: Path) -> StudyRuns:
     missing = [n for n, _ in BASE_COLUMNS if n not in table.column_names]
     if missing or b"vitscale.study" not in meta:
         raise UserError(f"--from: {path} is not a vitscale runs snapshot (missing {missing or 'metadata'})")
+    for name, typ in LATER_COLUMNS:
+        if name not in table.column_names:
+            table = table.append_column(name, pa.nulls(table.num_rows, typ))
     return StudyRuns(
         study=meta[b"vitscale.study"].decode(),
         kind=meta[b"vitscale.kind"].decode(),
-        table=table,
+        table=table.replace_schema_metadata(meta),
         parent_run_ids=json.loads(meta[b"vitscale.parent_run_ids"]),
+        context=json.loads(meta.get(b"vitscale.context", b"{}")),
     )
 
 
@@ -203,15 +225,12 @@ def load_study_runs(study: str, tracking_uri: str | None = None, experiment: str
     table = runs_to_table(runs, study, kind=newest.data.tags.get(layout.KIND))
     return StudyRuns(
         study=study,
-        kind=json_meta(table, "kind"),
+        kind=table.schema.metadata[b"vitscale.kind"].decode(),
         table=table,
         parent_run_ids=[p.info.run_id for p in parents],
         tracking_uri=uri,
+        context=parent_context(client, newest),
     )
-
-
-def json_meta(table: pa.Table, key: str) -> str:
-    return table.schema.metadata[f"vitscale.{key}".encode()].decode()
 
 
 def search_all(client: Any, experiment_ids: list[str], filter_string: str) -> list[Any]:

@@ -97,6 +97,12 @@ def analyze_command(
         None, "--from", help="redraw offline from a runs.parquet snapshot (MLflow is not contacted)"
     ),
     n_boot: int = typer.Option(1000, "--bootstrap", min=0, help="bootstrap resamples for the fit CIs"),
+    incomplete: str = typer.Option(
+        "drop",
+        "--incomplete",
+        help="failed / stopped-early / killed runs in arm means and Δ: `drop` them, or score them as "
+        "`chance` (1 / classes); either way they are counted, and the report says which was used",
+    ),
 ) -> None:
     """Turn a study's runs into Pareto fronts, scaling-law fits, figures and report.md."""
     from vitscale.analysis.pipeline import analyze
@@ -110,14 +116,21 @@ def analyze_command(
         from_parquet,
         experiment=experiment,
         n_boot=n_boot,
+        incomplete=incomplete,
         console=Console(stderr=True),
     )
     c = result.counts()
     console.print(summary_table(result))
     console.print(
-        f"{c['runs']} trial runs: {c['used']} used, {c['failed']} failed, "
-        f"{c['stopped_early']} stopped early, {c['killed'] + c['other']} killed/other"
+        f"{c['runs']} trial runs: {c['used']} used ({c['did_not_train']} did not train), "
+        f"{c['failed']} failed, {c['stopped_early']} stopped early, {c['killed'] + c['other']} killed/other"
     )
+    for d in result.deltas:
+        if d.metric == "val_top1":
+            console.print(
+                f"Δ val top-1 {d.candidate} − {d.reference}: {_fmt(d.delta.mean, 100, 2)} "
+                f"± {_fmt(d.delta.ci95, 100, 2)} (n={d.delta.n}, {d.verdict}; incomplete runs: {incomplete})"
+            )
     console.print(f"report:  {result.report_path}")
     console.print(f"figures: {result.out_dir / 'figures'}/ ({len(result.figure_paths)} files)")
     console.print(f"data:    {result.runs_path} (redraw offline with --from), {result.fits_path.name}")
