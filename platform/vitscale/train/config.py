@@ -42,19 +42,30 @@ class TrialConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _image_size_from_resolution(cls, values: Any) -> Any:
-        """The model is built at the data resolution: one number, set in `data.resolution`."""
+        """The model is built at the data resolution: one number, set in `data.resolution`.
+
+        Any YAML value may arrive here: anything but the expected shapes passes through
+        untouched, for Pydantic to report as a type error under its own key.
+        """
         if not isinstance(values, dict):
             return values
-        data = values.get("data") or {}
-        resolution = data.resolution if isinstance(data, DataConfig) else data.get("resolution")
+        data = values.get("data")
+        if isinstance(data, DataConfig):
+            resolution = data.resolution
+        elif isinstance(data, dict):
+            resolution = data.get("resolution")
+        else:
+            return values
         model = values.get("model")
         if resolution is None or isinstance(model, ModelConfig):
             return values
-        model = dict(model or {})
+        if model is None:
+            model = {}
+        if not isinstance(model, dict):
+            return values
         if "image_size" in model and model["image_size"] != resolution:
             raise ValueError(
                 f"model.image_size: {model['image_size']} differs from data.resolution {resolution}; "
                 "set only data.resolution"
             )
-        model["image_size"] = resolution
-        return {**values, "model": model}
+        return {**values, "model": {**model, "image_size": resolution}}
