@@ -16,7 +16,7 @@ MALFORMED = [
     ("trial: {train: {epochs: many}}", "trial.train.epochs", "valid integer"),
     ("trial: {train: {epochs: 0}}", "trial.train.epochs", "greater than or equal to 1"),
     ("search: {algorithm: bayes}", "search.algorithm", "'tpe'"),
-    ("kind: eval", "kind", "'train' or 'benchmark'"),
+    ("kind: eval", "kind", "'train', 'benchmark' or 'comparison'"),
     ("trial: {data: {resolution: 30}}", "trial.model.image_size", "not divisible by patch_size 4"),
     ("trial: {model: {mixer: transformer}}", "trial.model.mixer", "unknown mixer 'transformer'"),
     ("space: {model.widht: {choice: [32]}}", "space.model.widht", "did you mean model.width"),

@@ -44,8 +44,8 @@ def _join(prefix: str, key: str) -> str:
 def set_paths(key: str, param: Param) -> set[str]:
     """Leaf paths a parameter can set: itself, or the fields named in its coupled values."""
     node = lookup(key)
-    if node is None or node.is_leaf or not param.is_finite:
-        return {key}
+    if node is None or node.is_leaf or param.kind not in ("choice", "grid"):
+        return {key}  # a range over a section is an error reported on its own; never enumerate it
     return {p for v in param.values() for p in flatten_section(key, v)}
 
 

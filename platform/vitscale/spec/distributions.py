@@ -17,6 +17,7 @@ A parameter whose condition fails is inactive: the trial keeps its base value.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
@@ -34,7 +35,18 @@ def label(value: Any) -> Any:
     suggested as their labels and decoded back with `Param.decode`.
     """
     if isinstance(value, dict | list | tuple):
-        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+        return json.dumps(_canonical(value), separators=(",", ":"), default=str)
+    return value
+
+
+def _canonical(value: Any) -> Any:
+    """Mappings with their keys in a fixed order; YAML keys may mix types (1, x, null, a date),
+    which `sort_keys` cannot compare, so keys are ordered by their text (then type)."""
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda kv: (str(kv[0]), type(kv[0]).__name__))
+        return {k if isinstance(k, str) else str(k): _canonical(v) for k, v in items}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
     return value
 
 
@@ -125,15 +137,18 @@ class Param(BaseModel):
         """Choice, grid and int: a grid study can enumerate it."""
         return self.kind not in CONTINUOUS
 
-    def values(self) -> list[Any]:
-        """Every value (finite distributions only), in the order given."""
+    def values(self) -> Sequence[Any]:
+        """Every value (finite distributions only), in the order given.
+
+        An int range stays a `range`: `int: [1, 1e12]` must be countable without a list of 10^12.
+        """
         if self.kind == "choice":
             return list(self.choice)
         if self.kind == "grid":
             return list(self.grid)
         if self.kind == "int":
             low, high = self.int_range
-            return list(range(low, high + 1, int(self.step or 1)))
+            return range(low, high + 1, int(self.step or 1))
         raise ValueError(f"{self.kind} is continuous: it has no finite list of values")
 
     def representatives(self) -> list[Any]:
@@ -143,7 +158,7 @@ class Param(BaseModel):
             step = int(self.step or 1)
             count = (high - low) // step + 1
             if count <= ENUMERATION_LIMIT:
-                return self.values()
+                return list(self.values())
             picks = {low + step * round(i * (count - 1) / 63) for i in range(64)}
             return sorted(picks)
         if self.kind in CONTINUOUS:

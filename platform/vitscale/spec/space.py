@@ -9,7 +9,7 @@ chosen (or by the base trial when the referenced field is not in the space).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -95,7 +95,7 @@ def is_active(key: str, point: Mapping[str, Any], space: Mapping[str, Param], ba
 def expand(
     space: Mapping[str, Param],
     base: BaseModel,
-    values_of: Callable[[Param], list[Any]],
+    values_of: Callable[[Param], Sequence[Any]],
     keys: Iterable[str] | None = None,
     limit: int = GRID_LIMIT,
 ) -> list[dict[str, Any]]:
@@ -103,9 +103,12 @@ def expand(
     points: list[dict[str, Any]] = [{}]
     for key in ordered_keys(space, keys):
         grown = []
+        values = values_of(space[key])
         for point in points:
             if is_active(key, point, space, base):
-                grown += [{**point, key: v} for v in values_of(space[key])]
+                if len(grown) + len(values) > limit:  # before building them: `values` may be a huge range
+                    raise TooManyPoints(f"more than {limit} points")
+                grown += [{**point, key: v} for v in values]
             else:
                 grown.append(point)
         if len(grown) > limit:

@@ -8,6 +8,7 @@ The loader is a SafeLoader subclass: only plain data types are ever constructed.
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,24 @@ import yaml
 
 from vitscale.spec.errors import SpecError
 
+MAX_DEPTH = 100  # nested mappings/lists a file may have; deeper is an error, not a RecursionError
+
 
 class _Loader(yaml.SafeLoader):
-    pass
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        """Count nesting while composing (the recursive step), so a file of 10,000 `[` is one clear
+        error line instead of Python's recursion limit."""
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested deeper than {MAX_DEPTH} levels", self.peek_event().start_mark
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 _Loader.add_implicit_resolver(
@@ -31,6 +47,10 @@ def _mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dic
     seen: dict[Any, yaml.Node] = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
+        if not isinstance(key, Hashable):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a key must be a scalar, not a {type(key).__name__}", key_node.start_mark
+            )
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None,
@@ -52,10 +72,15 @@ def parse(text: str, source: str = "<string>") -> Any:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = " ".join(p for p in (exc.context, exc.problem) if p)
+        problem = " ".join(" ".join(str(p).split()) for p in (exc.context, exc.problem) if p)
         raise SpecError([f"{source}: {where}invalid YAML: {problem}"]) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML forbids (NUL, most control codes)
+        before = text[: exc.position]
+        where = f"line {before.count(chr(10)) + 1}, column {len(before) - before.rfind(chr(10))}"
+        char = exc.character if isinstance(exc.character, int) else ord(exc.character or "\0")
+        raise SpecError([f"{source}: {where}: invalid YAML: character #x{char:04x}: {exc.reason}"]) from None
     except yaml.YAMLError as exc:
-        raise SpecError([f"{source}: invalid YAML: {exc}"]) from None
+        raise SpecError([f"{source}: invalid YAML: {' '.join(str(exc).split())}"]) from None
 
 
 def read(path: Path, source: str | None = None) -> Any:
