@@ -183,7 +183,7 @@ def arm_table(rows: list[dict]) -> Table:
             ", ".join(f"{k.rsplit('.', 1)[-1]}={_short(v)}" for k, v in point.items()) if point else "none"
         )
         table.add_row(
-            row["arm"],
+            "/".join(part.split("=", 1)[-1] for part in row["arm"].split(",")),  # attention/ode
             config,
             pct(row["tuning_score"]),
             str(row["final_runs"]),
