@@ -189,12 +189,14 @@ def test_comparison_arms_reference_budget_tuned_config_and_edges(tmp_path):
     ssog_disc = arms["model.mixer=ssog,model.regime=discrete"].tuning
     assert ssog_disc["tuned"] == {"model.num_gaussians": 8, "train.lr": 0.01}
     assert ssog_disc["edges"] == {"model.num_gaussians": "high", "train.lr": "high"}
-    assert arms["model.mixer=attention,model.regime=ode"].tuning["edges"] == {}  # lr 2e-3, K not searched
+    attention_ode = arms["model.mixer=attention,model.regime=ode"].tuning
+    assert attention_ode["tuned"] == {"train.lr": 0.002} and attention_ode["edges"] == {}  # K: ssog only
     assert all(f.counts["n_runs"] == 4 for f in res.fits)  # fits read the final phase only
     report = res.report_path.read_text()
     assert "⚠ model.num_gaussians (high), ⚠ train.lr (high)" in report
     assert "2/4 used, 1 failed, 1 stopped early" in report
-    assert "(model.mixer=attention)" in report
+    assert "(model.mixer=attention)" in report and "Comparison study" in report
+    assert "## Top-1 by regime and width" not in report  # its best-config cells mix in tuning runs
 
 
 def test_edges_of_each_kind_of_range():
@@ -210,3 +212,27 @@ def test_edges_of_each_kind_of_range():
 def test_an_unknown_policy_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="--incomplete: 'zero' is not one of drop, chance"):
         _analyze(tmp_path, _fragile_study(), incomplete="zero")
+
+
+def test_cli_prints_each_delta_with_its_policy(tmp_path, capsys):
+    from vitscale.cli import main
+
+    table = runs_to_table(_fragile_study(), "s", kind="train")
+    snap = write_snapshot(StudyRuns("s", "train", table, ["p1"]), tmp_path / "runs.parquet")
+    main(
+        [
+            "analyze",
+            "s",
+            "--from",
+            str(snap),
+            "--out",
+            str(tmp_path / "o"),
+            "--incomplete",
+            "chance",
+            "--bootstrap",
+            "0",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert "Δ val top-1 ssog · discrete · 64 − attention · discrete · 64: -" in out
+    assert "n=6" in out and "incomplete runs: chance" in out and "3 failed" in out

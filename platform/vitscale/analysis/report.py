@@ -18,6 +18,8 @@ from vitscale.analysis.markdown import num, outcomes, pm, si, table
 from vitscale.analysis.report_arms import arms_section, delta_section
 from vitscale.analysis.result import AnalysisResult
 
+KIND_NAMES = {"train": "Training", "benchmark": "Benchmark", "comparison": "Comparison"}
+
 
 def header_lines(res: AnalysisResult) -> list[str]:
     c = res.counts()
@@ -25,7 +27,7 @@ def header_lines(res: AnalysisResult) -> list[str]:
     return [
         f"# {res.study}: analysis",
         "",
-        f"{'Benchmark' if res.kind == 'benchmark' else 'Training'} study · {c['runs']} trial runs: "
+        f"{KIND_NAMES.get(res.kind, res.kind)} study · {c['runs']} trial runs: "
         f"{c['used']} used ({c['did_not_train']} of them did not train), {c['failed']} failed, "
         f"{c['stopped_early']} stopped early, {c['killed']} killed, {c['other']} other · "
         f"parent run(s): {parents}",
@@ -42,7 +44,7 @@ def header_lines(res: AnalysisResult) -> list[str]:
 def paper_table(res: AnalysisResult) -> list[str]:
     """Per regime and width: top-1 and params of attention and SSoG, and SSoG's difference."""
     agg = res.aggregates.filter(pc.greater(res.aggregates.column("n_used"), 0))
-    if "val_top1_mean" not in agg.column_names:
+    if "val_top1_mean" not in agg.column_names or res.comparison:  # comparison: the Δ and Arms sections
         return []
     mix, reg, wid = (agg.column(c).to_pylist() for c in ("mixer", "regime", "width"))
     top1, ci, n = (as_float(agg.column(c)) for c in ("val_top1_mean", "val_top1_ci95", "val_top1_n"))

@@ -43,11 +43,19 @@ def edge(value, dist: dict) -> str | None:
     return "low" if value <= lo + span else "high" if value >= hi - span else None
 
 
-def searched_keys(space: dict | None, arm_keys: set[str]) -> list[str]:
-    """The space's dotted parameters that are tuned within an arm (not the arm's own keys)."""
+def searched_keys(space: dict | None, arm: Arm) -> list[str]:
+    """The space's dotted parameters tuned within this arm: not its own keys, and only where the
+    entry's `when:` condition holds for the arm's configuration."""
     if not isinstance(space, dict):
         return []
-    return sorted(k for k, v in space.items() if isinstance(v, dict) and k not in arm_keys)
+    out = []
+    for k, v in space.items():
+        if not isinstance(v, dict) or k in arm.key:
+            continue
+        when = v.get("when") if isinstance(v.get("when"), dict) else {}
+        if all(str(arm.config.get(ck)) == str(cv) for ck, cv in when.items()):
+            out.append(k)
+    return sorted(out)
 
 
 def add_tuning(table: pa.Table, arms: list[Arm], space: dict | None) -> None:
@@ -57,7 +65,7 @@ def add_tuning(table: pa.Table, arms: list[Arm], space: dict | None) -> None:
         tune_rows = [
             i for i, (p, a) in enumerate(zip(phase, arm_tag, strict=True)) if p == "tune" and a == arm.label
         ]
-        keys = searched_keys(space, set(arm.key))
+        keys = searched_keys(space, arm)
         tuned = {k: arm.config.get(k) for k in keys}
         edges = {k: e for k in keys if (e := edge(tuned[k], space[k])) is not None}
         arm.tuning = {"budget": outcome_counts(table, tune_rows), "tuned": tuned, "edges": edges}
