@@ -147,7 +147,8 @@ def _mlflow_run(client, store, experiment: str, checkpoint_dir: Path | None, res
         client.update_run(run_id, status="RUNNING")
         return run_id
     experiment_id = store.ensure_experiment(client, experiment)
-    run_id = client.create_run(experiment_id, tags={"vitscale.role": "train"}).info.run_id
+    # The real id (the create is sent at once; the server was just checked): the marker must outlive the queue.
+    run_id = client.resolve(client.create_run(experiment_id, tags={"vitscale.role": "train"}).info.run_id)
     if marker is not None:
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(run_id + "\n")

@@ -58,13 +58,13 @@ def client_for(uri: str):
     """
     from mlflow import MlflowClient
 
-    client = MlflowClient(tracking_uri=uri)
-    if uri.startswith("sqlite:///"):
-        database = Path(uri.removeprefix("sqlite:///").split("?")[0])
-        if database.parent.is_dir():
-            with (database.parent / f".{database.name}.lock").open("a") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                client.search_experiments(max_results=1)  # creates / migrates the store
+    database = Path(uri.removeprefix("sqlite:///").split("?")[0]) if uri.startswith("sqlite:///") else None
+    if database is None or not database.parent.is_dir():
+        return MlflowClient(tracking_uri=uri)
+    with (database.parent / f".{database.name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        client = MlflowClient(tracking_uri=uri)  # creates / migrates the store
+        client.search_experiments(max_results=1)
     return client
 
 
