@@ -39,3 +39,9 @@ lint: setup
 
 clean:
 	rm -rf $(VENV) mlflow.db mlruns mlartifacts ray_results reports
+
+# Every CUDA path once (bf16 autocast per mixer x regime, ODE field fp32, torch.compile, bench CUDA
+# timing/memory, two 0.5-GPU trials packed on one GPU), one table, <= 5 min; one line on CPU-only machines.
+.PHONY: gpu-check
+gpu-check: setup
+	$(BIN)/python -m vitscale.doctor --gpu
