@@ -21,7 +21,7 @@ from vitscale.cli import (  # noqa: F401
     ui_cmd,
 )
 from vitscale.cli.app import app
-from vitscale.errors import UserError
+from vitscale.errors import TrialFailure, UserError
 from vitscale.validation import error_lines
 
 try:  # Typer >= 0.26 vendors click: its exceptions are not click's, so catch both kinds.
@@ -52,9 +52,37 @@ def main(argv: list[str] | None = None) -> None:
     except UserError as exc:
         # Some user errors carry several problems (a spec file): one line each.
         for line in getattr(exc, "lines", None) or [str(exc)]:
-            print(f"error: {line}", file=sys.stderr)
+            print(f"error: {_one_line(line)}", file=sys.stderr)
         sys.exit(2)
     except ValidationError as exc:
         for line in error_lines(exc):
-            print(f"error: {line}", file=sys.stderr)
+            print(f"error: {_one_line(line)}", file=sys.stderr)
         sys.exit(2)
+    except TrialFailure as exc:  # outside a study (train, model info) it ends the command
+        print(f"error: {exc.reason}: {' '.join(str(exc).split())}", file=sys.stderr)
+        sys.exit(2)
+    except (MemoryError, RuntimeError) as exc:
+        if not _out_of_memory(exc):
+            raise
+        print(
+            f"error: out of memory: {_first_line(exc)}; choose a smaller model (--width, --depth, "
+            "--mlp-ratio), batch or resolution",
+            file=sys.stderr,
+        )
+        sys.exit(2)
+
+
+def _one_line(text: str) -> str:
+    """A problem stays on its line: a key or value holding a newline or control code is escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """MemoryError, or torch's allocator giving up (CPU or CUDA): a resource the user asked too much of."""
+    text = str(exc)
+    return isinstance(exc, MemoryError) or "can't allocate memory" in text or "out of memory" in text
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

@@ -1,0 +1,40 @@
+"""Examples the fuzzers found at the CLI's door, kept as plain regression tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from unittest import mock
+
+from fuzz_support import assert_user_contract, run_cli
+
+from vitscale.errors import SolverError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_control_character_in_an_override_stays_on_one_line():
+    result = run_cli("study", "validate", str(ROOT / "studies/quickstart.yaml"), "--set", "objectives.5=\r")
+    assert assert_user_contract(result) == ["--set objectives.5=\\r: objectives is not a mapping"]
+
+
+def test_out_of_memory_is_one_line_exit_2():
+    boom = RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 1e11 bytes")
+    with mock.patch("vitscale.cli.model_cmd.describe_model", side_effect=boom):
+        lines = assert_user_contract(run_cli("model", "info", "--width", "100000"))
+    assert len(lines) == 1 and lines[0].startswith("out of memory: DefaultCPUAllocator")
+
+
+def test_trial_failure_outside_a_study_is_one_line_exit_2():
+    with mock.patch("vitscale.cli.model_cmd.describe_model", side_effect=SolverError("underflow in dt")):
+        lines = assert_user_contract(run_cli("model", "info", "--regime", "ode"))
+    assert lines == ["solver_error: underflow in dt"]
+
+
+def test_other_runtime_errors_keep_their_traceback():
+    with mock.patch("vitscale.cli.model_cmd.describe_model", side_effect=RuntimeError("a bug")):
+        try:
+            run_cli("model", "info")
+        except RuntimeError as exc:
+            assert str(exc) == "a bug"
+        else:
+            raise AssertionError("a bug must not be turned into a user error")
