@@ -15,10 +15,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
 
 usage() {
     cat >&2 <<EOF
-usage: $(basename "$0") [--workers N] [--cpus-per-node C] [--port P] [--dashboard-port D]
+usage: $(basename "$0") [--workers N] [--cpus-per-node C] [--gpus-per-node G] [--port P] [--dashboard-port D]
                  [--temp-dir DIR] [--object-store-mb MB] [--auth MODE] [--timeout S]
   --workers N          worker nodes besides the head (default 1)
   --cpus-per-node C    logical CPUs each node advertises (default 1)
+  --gpus-per-node G    logical GPUs each node advertises (default: Ray's detection); e.g. 2 on a
+                       CPU-only machine tests fractional-GPU placement (torch then sees no CUDA)
   --port P             GCS port of the head (default 6379)
   --dashboard-port D   dashboard and job server port (default 8265)
   --temp-dir DIR       Ray's temp dir; keep it short, socket paths are limited to 107 chars
@@ -34,6 +36,7 @@ EOF
 
 WORKERS=1
 CPUS=1
+GPUS=""
 PORT=6379
 DASH_PORT=8265
 TEMP_DIR="/tmp/vitscale-ray-$(id -u)"
@@ -44,6 +47,7 @@ while [[ $# -gt 0 ]]; do
     case "$1" in
         --workers) WORKERS=${2:?}; require_int "$1" "$2"; shift 2 ;;
         --cpus-per-node) CPUS=${2:?}; require_int "$1" "$2"; shift 2 ;;
+        --gpus-per-node) GPUS=${2:?}; require_int "$1" "$2"; shift 2 ;;
         --port) PORT=${2:?}; require_int "$1" "$2"; shift 2 ;;
         --dashboard-port) DASH_PORT=${2:?}; require_int "$1" "$2"; shift 2 ;;
         --temp-dir) TEMP_DIR=${2:?}; shift 2 ;;
@@ -134,7 +138,7 @@ start_node() {
     # `setsid -w` makes `timeout` (and so `ray start` and all it spawns) the leader of a new
     # session, forking first only if needed, and returns the exit status.
     setsid -w timeout "$TIMEOUT" "$RAY" start "$@" --temp-dir "$NODE_TEMP_DIR" --node-ip-address 127.0.0.1 \
-        --num-cpus "$CPUS" --disable-usage-stats ${OBJ_MB:+--object-store-memory $((OBJ_MB * 1024 * 1024))} \
+        --num-cpus "$CPUS" ${GPUS:+--num-gpus "$GPUS"} --disable-usage-stats ${OBJ_MB:+--object-store-memory $((OBJ_MB * 1024 * 1024))} \
         </dev/null >>"$UP_LOG" 2>&1 &
     pid=$!
     SIDS="$SIDS $pid"
