@@ -81,7 +81,7 @@ def test_a_killed_writer_leaves_its_writes_to_the_next_process(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     real = MlflowClient(tracking_uri=uri)
     experiment = real.create_experiment("k")
-    folder = tmp_path / "queue"
+    folder = tmp_path / "execution" / queued.QUEUE_DIR  # where a study driver keeps it
     script = textwrap.dedent(
         f"""
         import os
@@ -101,13 +101,11 @@ def test_a_killed_writer_leaves_its_writes_to_the_next_process(tmp_path):
     # The create had reached the server before the kill:
     real.create_run(experiment, tags={"a": "b", layout.QUEUE_ID: ref}, run_name="r")
 
-    queue = WriteQueue(folder, uri)
-    try:
-        assert queue.find(a="b") == ref and queue.steps[ref] == 3
-        assert queue.wait_sent(timeout=30)
-        stats = queue.close()
-    finally:
-        queue.closed or queue.close(timeout=1)
+    # What `study resume` does before Tune restarts: open every queue the execution holds.
+    queued.open_pending(tmp_path / "execution", uri)
+    queue = queued.open_queue(folder, uri)
+    assert queue.find(a="b") == ref and queue.steps[ref] == 3
+    stats = queued.close_all(timeout=30)
     assert (stats.queued, stats.sent, stats.delayed, stats.pending) == (4, 4, 4, 0)
     [run] = real.search_runs([experiment])
     assert [m.step for m in real.get_metric_history(run.info.run_id, "loss")] == [1, 2, 3]
