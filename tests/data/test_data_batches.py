@@ -20,6 +20,7 @@ def _labelled_bundle(n: int = 50, classes: int = 5) -> DataBundle:
     labels = torch.arange(n) % classes
     return DataBundle(
         train_images=images, train_labels=labels, val_images=images[:13], val_labels=labels[:13],
+        test_images=images[13:20], test_labels=labels[13:20],
         num_classes=classes, in_chans=1, class_names=[str(c) for c in range(classes)],
         mean=(0.0,), std=(1 / 255,), hflip=True, crop_padding=1, source="test",
     )  # fmt: skip

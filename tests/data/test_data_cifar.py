@@ -43,10 +43,15 @@ def test_loads_every_layout(tmp_path, cifar, kind, layout):
         root = tmp_path
     bundle = load(DataConfig(dataset=kind, root=str(root)), "cpu")
     images, labels = _expected(files, kind)
-    assert torch.equal(bundle.train_images, images) and torch.equal(bundle.train_labels, labels)
-    test = pickle.loads(files[TEST_FILE[kind]], encoding="bytes")
-    assert bundle.val_images.shape == (len(test[b"data"]), 3, 32, 32)
-    assert bundle.val_labels.tolist() == test[LABEL_KEY[kind]]
+    # train + val = the official training split (val: a stratified tenth held out of it)
+    together = torch.cat([bundle.train_images, bundle.val_images])
+    assert together.shape[0] == images.shape[0]
+    assert sorted(together.flatten(1).sum(1).tolist()) == sorted(images.flatten(1).sum(1).tolist())
+    assert sorted(torch.cat([bundle.train_labels, bundle.val_labels]).tolist()) == sorted(labels.tolist())
+    assert abs(bundle.val_images.shape[0] - 0.1 * images.shape[0]) <= bundle.num_classes
+    test = pickle.loads(files[TEST_FILE[kind]], encoding="bytes")  # test = the official test split
+    assert bundle.test_images.shape == (len(test[b"data"]), 3, 32, 32)
+    assert bundle.test_labels.tolist() == test[LABEL_KEY[kind]]
     assert bundle.num_classes == (10 if kind == "cifar10" else 100) and bundle.in_chans == 3
     assert bundle.class_names[0] == ("airplane" if kind == "cifar10" else "c0")
     assert bundle.hflip is True and bundle.crop_padding == 4
@@ -136,7 +141,7 @@ def test_download_fetches_the_archive_into_root(tmp_path, cifar, monkeypatch):
     bundle = load(DataConfig(dataset="cifar10", root=str(tmp_path / "dl"), download=True), "cpu")
     assert seen == [tiny.url]
     assert (tmp_path / "dl" / "cifar-10-python.tar.gz").read_bytes() == payload
-    assert bundle.train_images.shape == (30, 3, 32, 32)
+    assert bundle.train_images.shape[0] + bundle.val_images.shape[0] == 30
     # Present now: a second load does not touch the network.
     monkeypatch.setattr(urllib.request, "urlopen", None)
     load(DataConfig(dataset="cifar10", root=str(tmp_path / "dl"), download=True), "cpu")
@@ -151,4 +156,6 @@ def test_str_keyed_repickle_is_accepted(tmp_path, cifar):
     bundle = load(
         DataConfig(dataset="cifar10", root=str(cifar.write_folder(tmp_path, "cifar10", files))), "cpu"
     )
-    assert bundle.train_images.shape == (30, 3, 32, 32) and bundle.class_names[-1] == "truck"
+    assert (
+        bundle.train_images.shape[0] + bundle.val_images.shape[0] == 30 and bundle.class_names[-1] == "truck"
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 
 import pytest
 
@@ -20,7 +21,7 @@ def test_info_json_with_throughput(capsys):
 def test_info_table(capsys):
     main(["data", "info"])
     out = capsys.readouterr().out
-    assert "num_train" in out and "1438" in out
+    assert "num_train" in out and "1295" in out and "num_test" in out and "359" in out
 
 
 @pytest.mark.parametrize(
@@ -37,3 +38,20 @@ def test_user_errors_are_one_line_exit_2(capsys, argv, needle):
     assert info.value.code == 2
     err = capsys.readouterr().err.strip()
     assert needle in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("kind, classes", [("cifar10", 10), ("cifar100", 100)])
+def test_info_reports_three_splits_of_an_official_archive(tmp_path, capsys, cifar, kind, classes):
+    """train + val = the official training size, test = the official test size."""
+    files = cifar.files(kind, per_batch=40)
+    root = cifar.write_archive(tmp_path, kind, files)
+    main(["data", "info", "--dataset", kind, "--root", str(root), "--json"])
+    out = json.loads(capsys.readouterr().out)
+
+    def rows(name: str) -> int:
+        return len(pickle.loads(files[name], encoding="bytes")[b"data"])
+
+    official_train = sum(rows(n) for n in files if n.startswith(("data_batch", "train")))
+    assert out["num_train"] + out["num_val"] == official_train
+    assert out["num_test"] == rows("test_batch" if kind == "cifar10" else "test")
+    assert 0 < out["num_val"] < official_train // 2

@@ -1,4 +1,4 @@
-"""digits: real 8x8 images, stratified deterministic disjoint split, class-balanced caps."""
+"""digits: real 8x8 images, train/val/test (test fixed, val a seeded stratified hold-out), caps."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ def test_digits_bundle():
     bundle = load(DataConfig(), "cpu")
     assert bundle.source == "digits" and bundle.num_classes == 10 and bundle.in_chans == 1
     assert bundle.train_images.dtype == torch.uint8 and bundle.train_images.shape[1:] == (1, 8, 8)
-    assert bundle.train_images.shape[0] + bundle.val_images.shape[0] == 1797
+    sizes = [bundle.train_images.shape[0], bundle.val_images.shape[0], bundle.test_images.shape[0]]
+    assert sum(sizes) == 1797 and sizes[2] == 359  # test: a fixed stratified fifth
+    assert abs(sizes[1] - 0.1 * (sizes[0] + sizes[1])) <= 10  # val: val_fraction 0.1 of train
     assert int(bundle.train_images.max()) == 255  # 16 -> 255
     assert bundle.hflip is False and bundle.crop_padding == 0
     assert bundle.class_names == [str(d) for d in range(10)]
@@ -36,6 +38,20 @@ def test_load_is_deterministic_by_split_seed():
     c = load(DataConfig(split_seed=2), "cpu")
     assert torch.equal(a.val_images, b.val_images) and torch.equal(a.val_labels, b.val_labels)
     assert not torch.equal(a.val_images, c.val_images)
+    # The test split is the same for every split_seed and shares no image with train or val.
+    assert torch.equal(a.test_images, c.test_images) and torch.equal(a.test_labels, c.test_labels)
+
+
+def test_test_split_is_disjoint_from_train_and_val():
+    from vitscale.data.datasets.digits import TEST_FRACTION, TEST_SEED
+
+    labels = torch.from_numpy(load_digits().target).long()
+    pool, test = stratified_split(labels, TEST_FRACTION, TEST_SEED)
+    assert set(pool.tolist()).isdisjoint(test.tolist())
+    bundle = load(DataConfig(), "cpu")
+    images = torch.from_numpy(load_digits().images).mul(255.0 / 16.0).round().to(torch.uint8)
+    assert torch.equal(bundle.test_images[:, 0], images[test])
+    assert torch.bincount(bundle.test_labels).tolist() == torch.bincount(labels[test]).tolist()
 
 
 def test_caps_are_balanced_and_deterministic():

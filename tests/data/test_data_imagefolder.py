@@ -16,8 +16,10 @@ def test_loads_sorted_classes_at_the_source_size(imagefolder):
     bundle = load(config, "cpu")
     assert bundle.class_names == ["ant", "bee", "cat"]  # sorted by name, not by creation
     assert bundle.train_images.shape[1:] == (3, 12, 12) and bundle.in_chans == 3
-    assert bundle.train_images.shape[0] + bundle.val_images.shape[0] == 15  # notes.txt ignored
-    assert torch.bincount(bundle.val_labels).tolist() == [2, 2, 2]  # stratified
+    sizes = [bundle.train_images.shape[0], bundle.val_images.shape[0], bundle.test_images.shape[0]]
+    assert sum(sizes) == 15  # notes.txt ignored
+    assert torch.bincount(bundle.test_labels).tolist() == [1, 1, 1]  # the fixed stratified fifth
+    assert torch.bincount(bundle.val_labels).tolist() == [2, 2, 2]  # 0.4 of the rest, stratified
     # Brightness was written as 80 * (index in "cat", "ant", "bee"): labels follow the folders.
     brightness = bundle.train_images.float().mean((1, 2, 3))
     means = [brightness[bundle.train_labels == c].mean().item() for c in range(3)]

@@ -74,3 +74,27 @@ def test_adjoint_gradients_match_backprop_through_the_solver(tiny) -> None:
         model(images).square().sum().backward()
     for (name, p), q in zip(direct.named_parameters(), adjoint.parameters(), strict=True):
         assert (p.grad - q.grad).norm() <= 1e-2 * p.grad.norm(), name
+
+
+@pytest.mark.parametrize("solver, fp32", [("dopri5", True), ("rk4", False)])
+def test_adaptive_field_stays_float32_under_bf16_autocast(tiny, solver, fp32) -> None:
+    """Adaptive solvers read the field for their error estimate: it runs in float32 under autocast
+    (fixed-grid solvers keep autocast's speed)."""
+    model = build(tiny(mixer="ssog", regime="ode", ode={"solver": solver}))
+    dtypes = []
+    model.blocks.block.mlp.fc1.register_forward_hook(lambda _m, _i, out: dtypes.append(out.dtype))
+    images = torch.randn(2, 3, 8, 8)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(images)
+    assert dtypes and set(dtypes) == ({torch.float32} if fp32 else {torch.bfloat16})
+    if fp32:
+        with torch.no_grad():
+            exact = model(images)
+        torch.testing.assert_close(out.float(), exact, atol=1e-2, rtol=1e-2)
+        off = build(tiny(mixer="ssog", regime="ode", ode={"solver": solver, "field_fp32": False}))
+        off.load_state_dict(model.state_dict())
+        dtypes.clear()
+        off.blocks.block.mlp.fc1.register_forward_hook(lambda _m, _i, out: dtypes.append(out.dtype))
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            off(images)
+        assert set(dtypes) == {torch.bfloat16}  # the option turns it off

@@ -116,7 +116,11 @@ MALFORMED = [
     ("objectives: [{metric: accuracy}]", "objectives[0].metric", "val_top1"),
     ("objectives: [{metric: val_top1, mode: maximum}]", "objectives[0].mode", "'max' or 'min'"),
     ("objectives: [{metric: val_top1}, {metric: val_top1, mode: min}]", "objectives[1].metric", "already"),
-    ("scheduler: {type: asha, grace_period: 20}", "scheduler.grace_period", "exceeds max_t 10"),
+    (
+        "scheduler: {type: asha, grace_period: 20}",
+        "scheduler.grace_period",
+        "exceeds max_t 15",
+    ),  # digits recipe: 15 epochs
     ("resources: {cpu: -1}", "resources.cpu", "greater than or equal to 0"),
     ("resources: {gpu: -0.5}", "resources.gpu", "greater than or equal to 0"),
     ("resources: {gpu: 1.5}", "resources.gpu", "whole number"),

@@ -28,6 +28,8 @@ def info(
     source_size: Annotated[int | None, typer.Option(help="synthetic, imagefolder: stored side")] = None,
     num_train: Annotated[int | None, typer.Option(help="cap (synthetic: size) of the training set")] = None,
     num_val: Annotated[int | None, typer.Option(help="cap (synthetic: size) of the validation set")] = None,
+    num_test: Annotated[int | None, typer.Option(help="cap (synthetic: size) of the test set")] = None,
+    val_fraction: Annotated[float, typer.Option(help="share of train held out for validation")] = 0.1,
     num_classes: Annotated[int, typer.Option(help="synthetic: number of classes")] = 10,
     split_seed: Annotated[int, typer.Option(help="seed of split, caps and synthetic generation")] = 0,
     device: Annotated[str, typer.Option(help="auto | cpu | cuda | cuda:N (auto: as the trainer)")] = "auto",
@@ -36,7 +38,8 @@ def info(
     seconds: Annotated[float, typer.Option(help="duration of the throughput measurement")] = 2.0,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
-    """Counts, classes, stored shape and normalisation; with --throughput, the augmentation rate."""
+    """Split sizes (train / val held out of train / test), classes, stored shape, normalisation;
+    with --throughput, the augmentation rate."""
     config = DataConfig(
         dataset=dataset,
         root=root,
@@ -45,6 +48,8 @@ def info(
         source_size=source_size,
         num_train=num_train,
         num_val=num_val,
+        num_test=num_test,
+        val_fraction=val_fraction,
         num_classes=num_classes,
         split_seed=split_seed,
     )
@@ -58,7 +63,7 @@ def info(
     table = Table(title=f"data set {dataset}", show_header=False)
     table.add_column("key", style="bold")
     table.add_column("value")
-    for key in ("num_train", "num_val", "num_classes", "in_chans", "source_size", "resolution"):
+    for key in ("num_train", "num_val", "num_test", "num_classes", "in_chans", "source_size", "resolution"):
         table.add_row(key, str(out[key]))
     names = bundle.class_names
     table.add_row("classes", ", ".join(names[:12]) + (f", ... ({len(names)})" if len(names) > 12 else ""))

@@ -60,6 +60,10 @@ MODEL_FLAGS: tuple[ModelFlag, ...] = (
     ),
     ModelFlag("attention_backend", str, ("--attention-backend",), "attention: sdpa | math"),
     ModelFlag(
+        "layer_scale", float, ("--layer-scale",), "LayerScale initial gain; 0 = off (default: regime's)"
+    ),
+    ModelFlag("qk_norm", bool, ("--qk-norm/--no-qk-norm",), "attention: QK-norm (default: regime's)"),
+    ModelFlag(
         "ode.solver", str, ("--ode-solver",), "dopri5 | bosh3 | adaptive_heun | rk4 | midpoint | euler"
     ),
     ModelFlag("ode.rtol", float, ("--ode-rtol",), "relative tolerance (adaptive solvers)"),
@@ -71,6 +75,12 @@ MODEL_FLAGS: tuple[ModelFlag, ...] = (
     ),
     ModelFlag(
         "ode.max_num_steps", int, ("--ode-max-num-steps",), "adaptive solvers give up after this many steps"
+    ),
+    ModelFlag(
+        "ode.field_fp32",
+        bool,
+        ("--ode-field-fp32/--no-ode-field-fp32",),
+        "adaptive solvers: field in float32 under autocast",
     ),
 )
 
@@ -131,7 +141,8 @@ def model_config(overrides: dict[str, Any], base: dict[str, Any] | None = None) 
 
 
 def describe_model(config: ModelConfig) -> tuple[dict[str, Any], int | None]:
-    """({tokens, params, flops_per_image, lipschitz_bound (ssog; else None), config}, ODE NFE).
+    """({tokens, params, flops_per_image, lipschitz_bound (ssog; else None), no_weight_decay
+    (parameter names AdamW leaves undecayed), config}, ODE NFE).
 
     Weights are initialised with seed 0 (the bound and an adaptive ODE's FLOPs depend on
     them); FLOPs of non-ODE models are counted on the meta device.
@@ -145,6 +156,7 @@ def describe_model(config: ModelConfig) -> tuple[dict[str, Any], int | None]:
         "params": count_params(model),
         "flops_per_image": flops,
         "lipschitz_bound": lipschitz_bound(model) if has_bound else None,
+        "no_weight_decay": sorted(model.no_weight_decay()),
         "config": config.model_dump(mode="json"),
     }, model.last_nfe
 

@@ -13,6 +13,7 @@ from vitscale.cli.model_cmd import model_options
 from vitscale.errors import UserError
 from vitscale.train.checkpoint import find_checkpoint, load_checkpoint
 
+_RECIPE = "default: the data set's recommended recipe"
 RUN_ID_FILE = "mlflow_run_id"
 CONFIG_FILE = "trial.json"
 
@@ -26,10 +27,13 @@ def train(
     ] = "digits",
     root: Annotated[str | None, typer.Option(help="local path of the data (cifar*, imagefolder)")] = None,
     resolution: Annotated[int, typer.Option("--resolution", "-r", help="image side the model sees")] = 32,
-    epochs: Annotated[int, typer.Option(help="epochs to train")] = 10,
-    batch_size: Annotated[int, typer.Option(help="training batch size")] = 128,
-    lr: Annotated[float, typer.Option(help="peak AdamW learning rate")] = 1e-3,
-    weight_decay: Annotated[float, typer.Option(help="AdamW weight decay")] = 0.05,
+    epochs: Annotated[int | None, typer.Option(help=f"epochs to train [{_RECIPE}]")] = None,
+    batch_size: Annotated[int | None, typer.Option(help=f"training batch size [{_RECIPE}]")] = None,
+    lr: Annotated[float | None, typer.Option(help=f"peak AdamW learning rate [{_RECIPE}]")] = None,
+    warmup_epochs: Annotated[float | None, typer.Option(help=f"linear warmup epochs [{_RECIPE}]")] = None,
+    label_smoothing: Annotated[float | None, typer.Option(help=f"label smoothing [{_RECIPE}]")] = None,
+    weight_decay: Annotated[float, typer.Option(help="AdamW weight decay (weight matrices only)")] = 0.05,
+    val_fraction: Annotated[float, typer.Option(help="share of train held out for validation")] = 0.1,
     seed: Annotated[int, typer.Option(help="seed of initialisation, shuffling and augmentation")] = 0,
     device: Annotated[str, typer.Option(help="auto | cpu | cuda | cuda:N")] = "auto",
     compile_model: Annotated[bool, typer.Option("--compile", help="torch.compile the model")] = False,
@@ -44,7 +48,10 @@ def train(
         bool, typer.Option("--json", help="print the final metrics as one JSON object")
     ] = False,
 ) -> None:
-    """Train one model on one data set (no Ray), with a progress bar and an MLflow run."""
+    """Train one model on one data set (no Ray), with a progress bar and an MLflow run.
+
+    Selection-free: it reports validation metrics every epoch and, at the end, test metrics
+    once (`test_top1`); `--json` prints the final epoch's metrics, both included."""
     from vitscale.spec import flatten
     from vitscale.tracking import queued, store
     from vitscale.train import TrialConfig, fit
@@ -52,18 +59,25 @@ def train(
     config = TrialConfig.model_validate(
         {
             "model": model_overrides,
-            "data": {"dataset": dataset, "root": root, "resolution": resolution},
+            "data": {
+                "dataset": dataset,
+                "root": root,
+                "resolution": resolution,
+                "val_fraction": val_fraction,
+            },
             "train": {
                 "epochs": epochs,
                 "batch_size": batch_size,
                 "lr": lr,
+                "warmup_epochs": warmup_epochs,
+                "label_smoothing": label_smoothing,
                 "weight_decay": weight_decay,
                 "seed": seed,
                 "device": device,
                 "compile": compile_model,
             },
         }
-    )
+    ).resolved()
     if resume and checkpoint_dir is None:
         raise UserError("--resume: needs --checkpoint-dir, the folder holding the checkpoint")
     if resume and find_checkpoint(checkpoint_dir) is None:

@@ -58,9 +58,9 @@ def train_batches(
 def eval_batches(
     bundle: DataBundle, config: DataConfig, batch_size: int, split: str = "val"
 ) -> Iterator[Batch]:
-    """Batches of `split` ("val" or "train") in order, resized and normalised, no augmentation, all samples."""
-    if split not in ("val", "train"):
-        raise ValueError(f"split must be 'val' or 'train', got {split!r}")
+    """Batches of `split` ("val", "test" or "train") in order, resized and normalised, no augmentation."""
+    if split not in ("val", "test", "train"):
+        raise ValueError(f"split must be 'val', 'test' or 'train', got {split!r}")
     images, labels = getattr(bundle, f"{split}_images"), getattr(bundle, f"{split}_labels")
     for start in range(0, int(labels.numel()), batch_size):
         batch = prepare_batch(images[start : start + batch_size], config.resolution, bundle.mean, bundle.std)

@@ -1,5 +1,10 @@
 """`DataBundle` and `load`: one trial's data as uint8 tensors on its device.
 
+Three splits, everywhere: `train` (what the optimiser sees), `val` (a seeded, stratified
+hold-out of the training split: everything that selects — early stopping, samplers, "best" —
+reads it) and `test` (the official test split, or the data set's fixed hold-out: evaluated once
+at the end of a finished trial and only reported).
+
 The images stay raw (uint8, source resolution) so a CIFAR-sized set fits on any GPU;
 `vitscale.data.augment` turns each batch into normalised float32 at the trial resolution.
 """
@@ -13,7 +18,7 @@ import torch
 from vitscale.data.config import DataConfig
 from vitscale.data.registry import DATASETS
 from vitscale.data.source import Source
-from vitscale.data.splits import balanced_subset
+from vitscale.data.splits import balanced_subset, stratified_split
 
 
 @dataclass
@@ -22,6 +27,8 @@ class DataBundle:
     train_labels: torch.Tensor  # int64 (N,) on the same device
     val_images: torch.Tensor
     val_labels: torch.Tensor
+    test_images: torch.Tensor
+    test_labels: torch.Tensor
     num_classes: int
     in_chans: int
     class_names: list[str]
@@ -46,6 +53,7 @@ class DataBundle:
             "dataset": self.source,
             "num_train": int(self.train_images.shape[0]),
             "num_val": int(self.val_images.shape[0]),
+            "num_test": int(self.test_images.shape[0]),
             "num_classes": self.num_classes,
             "in_chans": self.in_chans,
             "source_size": list(self.source_size),
@@ -79,18 +87,36 @@ def _cap(images: torch.Tensor, labels: torch.Tensor, n: int | None, seed: int):
     return images[idx], labels[idx]
 
 
+def split_validation(src: Source, config: DataConfig) -> tuple[torch.Tensor, ...]:
+    """(train_x, train_y, val_x, val_y): the loader's own val split, else a stratified hold-out of train."""
+    if src.val_images is not None:
+        return src.train_images, src.train_labels, src.val_images, src.val_labels
+    train_idx, val_idx = stratified_split(src.train_labels, config.val_fraction, config.split_seed)
+    return (
+        src.train_images[train_idx],
+        src.train_labels[train_idx],
+        src.train_images[val_idx],
+        src.train_labels[val_idx],
+    )
+
+
 def load(config: DataConfig, device: torch.device | str = "cpu") -> DataBundle:
-    """Read `config.dataset`, apply the num_train/num_val caps (class-balanced, by split_seed), move to `device`."""
+    """Read `config.dataset`, hold out validation, apply the num_train/num_val/num_test caps
+    (class-balanced, by split_seed), move to `device`."""
     src: Source = DATASETS[config.dataset](config)
-    mean, std = channel_stats(src.train_images)
-    train_x, train_y = _cap(src.train_images, src.train_labels, config.num_train, config.split_seed)
-    val_x, val_y = _cap(src.val_images, src.val_labels, config.num_val, config.split_seed + 1)
+    train_x, train_y, val_x, val_y = split_validation(src, config)
+    mean, std = channel_stats(train_x)
+    train_x, train_y = _cap(train_x, train_y, config.num_train, config.split_seed)
+    val_x, val_y = _cap(val_x, val_y, config.num_val, config.split_seed + 1)
+    test_x, test_y = _cap(src.test_images, src.test_labels, config.num_test, config.split_seed + 2)
     device = torch.device(device)
     return DataBundle(
         train_images=train_x.contiguous().to(device),
         train_labels=train_y.to(device),
         val_images=val_x.contiguous().to(device),
         val_labels=val_y.to(device),
+        test_images=test_x.contiguous().to(device),
+        test_labels=test_y.to(device),
         num_classes=len(src.class_names),
         in_chans=int(train_x.shape[1]),
         class_names=list(src.class_names),

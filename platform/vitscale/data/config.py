@@ -16,7 +16,11 @@ class DataConfig(BaseModel):
         None, ge=4, description="synthetic, imagefolder: side of the stored images; default: resolution"
     )
     val_fraction: float = Field(
-        0.2, gt=0, lt=1, description="share held out for validation (digits, imagefolder)"
+        0.1,
+        gt=0,
+        lt=1,
+        description="share of the training split held out (seeded, stratified) for validation; "
+        "synthetic draws its own validation set instead",
     )
     num_train: int | None = Field(
         None, ge=1, description="cap on training images (a smaller run); synthetic: its size (default 4096)"
@@ -24,15 +28,23 @@ class DataConfig(BaseModel):
     num_val: int | None = Field(
         None, ge=1, description="cap on validation images; synthetic: its size (default 1024)"
     )
+    num_test: int | None = Field(
+        None, ge=1, description="cap on test images; synthetic: its size (default 2048)"
+    )
     num_classes: int = Field(10, ge=2, description="synthetic: number of classes")
     crop_padding: int | None = Field(
         None,
         ge=0,
         description="random crop with this zero padding (in source pixels); 0 = off; "
-        "default: the data set's own (cifar 4, digits 1, imagefolder size/8, synthetic size/16)",
+        "default: the data set's own (cifar 4, digits 0, imagefolder size/8, synthetic size/16)",
     )
     hflip: bool | None = Field(None, description="random horizontal flip; default: the data set's own choice")
-    split_seed: int = Field(0, ge=0, description="seed of the train/val split, caps and synthetic generation")
+    split_seed: int = Field(
+        0,
+        ge=0,
+        lt=2**30,
+        description="seed of the train/val split, caps and synthetic generation (not of test)",
+    )
 
     @model_validator(mode="after")
     def _check_dataset(self) -> DataConfig:

@@ -7,7 +7,13 @@
 
 from vitscale.errors import SolverError
 from vitscale.models.config import ModelConfig, OdeConfig
-from vitscale.models.measure import count_params, flops_per_image, lipschitz_bound, mixing_flops
+from vitscale.models.measure import (
+    count_params,
+    flops_per_image,
+    lipschitz_bound,
+    mixing_flops,
+    ode_flops_split,
+)
 from vitscale.models.regimes.ode import solver_errors
 from vitscale.models.registry import MIXERS, REGIMES
 from vitscale.models.vit import Block, VisionTransformer, build
@@ -25,5 +31,6 @@ __all__ = [
     "flops_per_image",
     "lipschitz_bound",
     "mixing_flops",
+    "ode_flops_split",
     "solver_errors",
 ]

@@ -27,6 +27,11 @@ class OdeConfig(BaseModel):
     t_end: float | None = Field(None, gt=0, description="integrate over [0, t_end]; default: depth")
     adjoint: bool = Field(False, description="backpropagate with the adjoint method (O(1) memory)")
     max_num_steps: int = Field(1000, ge=1, description="adaptive solvers give up after this many steps")
+    field_fp32: bool = Field(
+        True,
+        description="adaptive solvers evaluate the vector field in float32 even under bf16 autocast "
+        "(their error estimate reads it; bf16 rounding would inflate NFE)",
+    )
 
 
 class ModelConfig(BaseModel):
@@ -51,6 +56,17 @@ class ModelConfig(BaseModel):
         description="learned absolute position embedding; default: the mixer's choice "
         "(attention: yes, as in ViT; ssog: no, its kernels already see relative position)",
     )
+    layer_scale: float | None = Field(
+        None,
+        ge=0,
+        description="LayerScale (CaiT): initial value of a learned per-channel gain on each residual "
+        "branch; 0 = off; default: the regime's choice (discrete: off, the standard ViT; looped, ode: on)",
+    )
+    qk_norm: bool | None = Field(
+        None,
+        description="attention: LayerNorm on queries and keys per head; "
+        "default: the regime's choice (discrete: off; looped, ode: on)",
+    )
     attention_backend: Literal["sdpa", "math"] = Field(
         "sdpa", description="attention: fused F.scaled_dot_product_attention or explicit N x N weights"
     )
@@ -71,6 +87,21 @@ class ModelConfig(BaseModel):
                 f"image_size: {self.image_size} is not divisible by patch_size {self.patch_size}"
             )
         return self
+
+    @property
+    def resolved_layer_scale(self) -> float:
+        """LayerScale's initial value as built (0.0 = off)."""
+        from vitscale.models.registry import REGIMES
+
+        value = self.layer_scale if self.layer_scale is not None else REGIMES[self.regime].default_layer_scale
+        return float(value)
+
+    @property
+    def resolved_qk_norm(self) -> bool:
+        """Whether attention normalises queries and keys, as built."""
+        from vitscale.models.registry import REGIMES
+
+        return bool(self.qk_norm if self.qk_norm is not None else REGIMES[self.regime].default_qk_norm)
 
     @property
     def grid(self) -> tuple[int, int]:

@@ -75,6 +75,24 @@ def flops_per_image(model: nn.Module | ModelConfig, resolution: int | tuple[int,
     return int(counter.get_total_flops())
 
 
+def ode_flops_split(model: VisionTransformer, resolution: int | tuple[int, int]) -> tuple[int, int]:
+    """(FLOPs outside the ODE, FLOPs of one vector-field evaluation) for one image.
+
+    An ODE model's cost is `outside + per_eval x NFE`, and NFE changes as an adaptive solver
+    meets the trained field: the trainer multiplies by the NFE it measures each epoch, so
+    cost fronts use the model as trained, not as initialised. Counted on one real forward.
+    """
+    param = next(model.parameters())
+    gen = torch.Generator().manual_seed(0)
+    images = torch.randn(1, model.config.in_chans, *_size(resolution), generator=gen)
+    with torch.no_grad(), flop_counter() as counter:
+        model(images.to(param.device, param.dtype))
+    counts = {name: sum(ops.values()) for name, ops in counter.get_flop_counts().items()}
+    root = type(model).__name__
+    ode = counts.get(f"{root}.blocks", 0)
+    return int(counts.get(root, 0) - ode), int(round(ode / max(model.last_nfe or 1, 1)))
+
+
 def mixing_flops(mixer: nn.Module, grid_hw: tuple[int, int], prefix_tokens: int = 1) -> int:
     """FLOPs of a mixer's token mixing alone: its forward minus its nn.Linear projections.
 

@@ -36,25 +36,40 @@ class Mlp(nn.Module):
         return self.fc2(self.act(self.fc1(x)))
 
 
+class LayerScale(nn.Module):
+    """A learned per-channel gain on a residual branch (CaiT, Touvron et al. 2021)."""
+
+    def __init__(self, width: int, init: float) -> None:
+        super().__init__()
+        self.gamma = nn.Parameter(torch.full((width,), float(init)))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x * self.gamma
+
+
 class Block(nn.Module):
     """Pre-norm transformer block around a given mixer.
 
-    `residual(x)` is the block's residual branches, f(x) = a + mlp(norm2(x + a)) with
-    a = mixer(norm1(x)); `forward(x) = x + f(x)`. Since x + f(x) is exactly the usual
+    `residual(x)` is the block's residual branches, f(x) = a + ls2(mlp(norm2(x + a))) with
+    a = ls1(mixer(norm1(x))) (ls = LayerScale, or the identity when it is off);
+    `forward(x) = x + f(x)`. Since x + f(x) is exactly the usual
     x' = x + a, x'' = x' + mlp(norm2(x')), a block is one explicit Euler step of size 1 of
     dx/dt = f(x): that is the vector field the ODE regime integrates.
     """
 
     def __init__(self, config: ModelConfig, mixer: nn.Module) -> None:
         super().__init__()
+        scale = config.resolved_layer_scale
         self.norm1 = nn.LayerNorm(config.width, eps=NORM_EPS)
         self.mixer = mixer
+        self.ls1 = LayerScale(config.width, scale) if scale else nn.Identity()
         self.norm2 = nn.LayerNorm(config.width, eps=NORM_EPS)
         self.mlp = Mlp(config.width, int(config.width * config.mlp_ratio))
+        self.ls2 = LayerScale(config.width, scale) if scale else nn.Identity()
 
     def residual(self, x: Tensor, grid_hw: tuple[int, int]) -> Tensor:
-        a = self.mixer(self.norm1(x), grid_hw)
-        return a + self.mlp(self.norm2(x + a))
+        a = self.ls1(self.mixer(self.norm1(x), grid_hw))
+        return a + self.ls2(self.mlp(self.norm2(x + a)))
 
     def forward(self, x: Tensor, grid_hw: tuple[int, int]) -> Tensor:
         return x + self.residual(x, grid_hw)
@@ -91,6 +106,8 @@ class VisionTransformer(nn.Module):
         self.norm = nn.LayerNorm(config.width, eps=NORM_EPS)
         self.head = nn.Linear(config.width, config.num_classes)
         self._init_weights()
+        # Mixers that cache per-forward state (SSoG kernels); a plain list: not submodules twice.
+        self._caching_mixers = [m for m in self.modules() if hasattr(m, "open_cache")]
 
     def _init_weights(self) -> None:
         """timm's ViT init: truncated-normal(0.02) linears and position embedding, tiny cls."""
@@ -107,6 +124,23 @@ class VisionTransformer(nn.Module):
     def last_nfe(self) -> int | None:
         """Vector-field evaluations of the latest forward (ODE regime); None otherwise."""
         return self.blocks.last_nfe
+
+    @property
+    def nfe_count(self) -> int | None:
+        """Vector-field evaluations so far, adjoint backward solves included (ODE); None otherwise."""
+        return getattr(self.blocks, "nfe_count", None)
+
+    def no_weight_decay(self) -> set[str]:
+        """Names of the parameters AdamW must not decay: biases and norm/LayerScale gains (1-D),
+        the position embedding and cls token (as timm), and whatever a part declares through its
+        own `no_weight_decay()` (SSoG: its kernel parameters). Decay is for weight matrices."""
+        names = {"cls_token"} | ({"pos_embed"} if self.pos_embed is not None else set())
+        names |= {name for name, p in self.named_parameters() if p.ndim <= 1}
+        for prefix, module in self.named_modules():
+            if module is not self and hasattr(module, "no_weight_decay"):
+                own = dict(module.named_parameters(recurse=False))
+                names |= {f"{prefix}.{n}" for n in module.no_weight_decay() if own.get(n) is not None}
+        return names
 
     def grid_for(self, height: int, width: int) -> tuple[int, int]:
         """Token grid of an input size; rejects sizes the patch embedding would crop."""
@@ -125,9 +159,15 @@ class VisionTransformer(nn.Module):
         return x, grid_hw
 
     def forward(self, images: Tensor) -> Tensor:
-        x, grid_hw = self.embed(images)
-        x = self.norm(self.blocks(x, grid_hw))
-        return self.head(x[:, 0])
+        for mixer in self._caching_mixers:  # caches live for this forward only: never stale
+            mixer.open_cache()
+        try:
+            x, grid_hw = self.embed(images)
+            x = self.norm(self.blocks(x, grid_hw))
+            return self.head(x[:, 0])
+        finally:
+            for mixer in self._caching_mixers:
+                mixer.close_cache()
 
 
 def build(config: ModelConfig | Mapping[str, Any]) -> VisionTransformer:

@@ -104,9 +104,10 @@ def trial_data(spec: StudySpec, point: Mapping[str, Any], seed: int) -> dict[str
 
 
 def resolve_trial(spec: StudySpec, point: Mapping[str, Any], seed: int) -> TrialConfig:
-    """The config of one trial: base trial + point (dotted keys, coupled sections) + seed."""
+    """The config of one trial: base trial + point (dotted keys, coupled sections) + seed, with
+    the recipe values left unset filled from the trial's data set (`TrialConfig.resolved`)."""
     try:
-        return TrialConfig.model_validate(trial_data(spec, point, seed))
+        return TrialConfig.model_validate(trial_data(spec, point, seed)).resolved()
     except ValidationError as exc:
         where = ", ".join(f"{k}={v}" for k, v in point.items()) or "the base trial"
         raise SpecError(error_lines(exc, prefix=f"{spec.name}: trial at {where}")) from None

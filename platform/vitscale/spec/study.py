@@ -169,6 +169,8 @@ def max_epochs(spec: StudySpec) -> int:
     """The most epochs any trial can run: the base, or the top of a `train.epochs` parameter."""
     param = spec.space.get("train.epochs")
     if param is None:
-        return spec.trial.train.epochs
-    values = [v for v in param.representatives() if isinstance(v, int)] or [spec.trial.train.epochs]
+        return spec.trial.resolved().train.epochs
+    values = [v for v in param.representatives() if isinstance(v, int)] or [
+        spec.trial.resolved().train.epochs
+    ]
     return max(values)

@@ -7,7 +7,6 @@ call; resuming from a checkpoint continues bit-for-bit on CPU.
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from collections.abc import Callable
@@ -22,9 +21,9 @@ from torch import nn
 
 from vitscale import data as vdata
 from vitscale.errors import TrialDiverged, TrialOutOfMemory
-from vitscale.models import build, solver_errors
+from vitscale.models import VisionTransformer, build, solver_errors
 from vitscale.models.config import ModelConfig
-from vitscale.models.measure import count_params, flops_per_image
+from vitscale.models.measure import count_params, flops_per_image, ode_flops_split
 from vitscale.train.checkpoint import (
     TrainState,
     capture_rng,
@@ -34,10 +33,12 @@ from vitscale.train.checkpoint import (
     save_checkpoint,
 )
 from vitscale.train.config import TrialConfig
+from vitscale.train.evaluate import did_not_train, evaluate
 from vitscale.train.progress import EpochProgress
 from vitscale.train.schedule import warmup_cosine
 
 ReportFn = Callable[[dict[str, float], Path | None], None]
+FINITE_CHECK_EVERY = 25  # steps between checks that the loss stayed finite
 
 
 @dataclass
@@ -80,18 +81,38 @@ def trial_model_config(config: TrialConfig, bundle: vdata.DataBundle) -> ModelCo
 
 
 def make_optimizer(model: nn.Module, config) -> torch.optim.AdamW:
-    """AdamW; no weight decay on biases, norms, embeddings and anything the model lists."""
-    skip = set(getattr(model, "no_weight_decay", lambda: ())())
+    """AdamW with weight decay on weight matrices only: the model names what is exempt
+    (`no_weight_decay()`: biases, norms, position embedding, cls token, mixer-declared
+    parameters such as SSoG's kernels), so both arms of a comparison are regularised alike."""
+    names = model.no_weight_decay() if hasattr(model, "no_weight_decay") else set()
     decay, no_decay = [], []
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue
-        (no_decay if param.ndim <= 1 or name in skip else decay).append(param)
+        (no_decay if param.ndim <= 1 or name in names else decay).append(param)
     groups = [
         {"params": decay, "weight_decay": config.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
     return torch.optim.AdamW(groups, lr=config.lr, betas=tuple(config.betas))
+
+
+class CostMeter:
+    """`flops_per_image` as trained: fixed for discrete/looped models; for ODE models the FLOPs
+    outside the ODE plus one field evaluation x the NFE measured on validation this epoch."""
+
+    def __init__(self, model: VisionTransformer, resolution: int) -> None:
+        self.ode = model.config.regime == "ode"
+        if self.ode:
+            self.outside, self.per_eval = ode_flops_split(model, resolution)
+            self.static = self.outside + self.per_eval * (model.last_nfe or 0)
+        else:
+            self.static = flops_per_image(model, resolution)
+
+    def flops(self, val_nfe_mean: float | None) -> float:
+        if self.ode and val_nfe_mean:
+            return float(self.outside + self.per_eval * val_nfe_mean)
+        return float(self.static)
 
 
 def fit(
@@ -107,6 +128,7 @@ def fit(
     `resume_from` is not given, where training resumes from). `report(metrics, checkpoint_dir)`
     is called after every epoch, once the checkpoint is safely on disk.
     """
+    config = config.resolved()
     train_cfg = config.train
     device = resolve_device(train_cfg.device)
     if train_cfg.threads:
@@ -117,7 +139,7 @@ def fit(
     model_config = trial_model_config(config, bundle)
     model = build(model_config).to(device)
     params = count_params(model)
-    flops = flops_per_image(model, config.data.resolution)
+    cost = CostMeter(model, config.data.resolution)
     runner = torch.compile(model) if train_cfg.compile else model
 
     batch_size = min(train_cfg.batch_size, len(bundle.train_labels))
@@ -148,7 +170,6 @@ def fit(
         if device.type == "cuda" and train_cfg.amp
         else nullcontext()
     )
-    static = {"params": float(params), "flops_per_image": float(flops)}
     progress = EpochProgress(enabled=show_progress, epochs=train_cfg.epochs, steps=steps_per_epoch)
     checkpoint = find_checkpoint(checkpoint_dir)
     if history and len(history) >= train_cfg.epochs and report is not None:
@@ -181,8 +202,12 @@ def fit(
                 "lr": optimizer.param_groups[0]["lr"],
                 "epoch_seconds": time.perf_counter() - t0,
                 "train_images_per_second": steps_per_epoch * batch_size / max(train_seconds, 1e-9),
-                **static,
+                "params": float(params),
+                "flops_per_image": cost.flops(val_stats.get("val_nfe_mean")),
             }
+            if epoch == train_cfg.epochs:  # finished: the one look at test, reported only
+                metrics.update(evaluate(runner, bundle, config, autocast, split="test"))
+                metrics["did_not_train"] = float(did_not_train(metrics["val_top1"], bundle.num_classes))
             history.append(metrics)
             if checkpoint_dir is not None:
                 checkpoint = save_checkpoint(
@@ -218,7 +243,8 @@ def _train_epoch(
 ) -> dict[str, float]:
     runner.train()
     loss_sum = torch.zeros((), device=device)
-    nfe: list[int] = []
+    window_start = 1  # first step whose loss is in loss_sum but not yet checked
+    forward_nfe = backward_nfe = 0
     steps = 0
     progress.begin(epoch)
     try:
@@ -228,8 +254,7 @@ def _train_epoch(
             with autocast:
                 logits = runner(images)
                 loss = F.cross_entropy(logits.float(), labels, label_smoothing=config.train.label_smoothing)
-            if not torch.isfinite(loss):
-                raise TrialDiverged(f"loss is {loss.item()} at epoch {epoch}, step {step}")
+            after_forward = model.nfe_count
             optimizer.zero_grad(set_to_none=True)
             with backward_guard(model):
                 loss.backward()
@@ -239,15 +264,28 @@ def _train_epoch(
             scheduler.step()
             loss_sum += loss.detach()
             steps += 1
-            if getattr(model, "last_nfe", None) is not None:
-                nfe.append(model.last_nfe)
+            if after_forward is not None:
+                forward_nfe += model.last_nfe or 0
+                backward_nfe += model.nfe_count - after_forward  # adjoint solves; 0 otherwise
+            if step % FINITE_CHECK_EVERY == 0:  # one device sync per window, not per step
+                _check_finite(loss_sum, epoch, window_start, step)
+                window_start = step + 1
             progress.step(step, loss)
+        _check_finite(loss_sum, epoch, window_start, steps)
     except torch.OutOfMemoryError as exc:
         raise TrialOutOfMemory(f"out of memory at epoch {epoch}: {str(exc).splitlines()[0]}") from exc
     stats = {"train_loss": (loss_sum / max(steps, 1)).item()}
-    if nfe:
-        stats["nfe_mean"] = float(sum(nfe) / len(nfe))
+    if model.nfe_count is not None and steps:
+        stats["nfe_mean"] = forward_nfe / steps
+        if backward_nfe:
+            stats["nfe_backward_mean"] = backward_nfe / steps
     return stats
+
+
+def _check_finite(loss_sum: torch.Tensor, epoch: int, first: int, last: int) -> None:
+    """The running loss sum is finite iff every loss so far was: check it once per window."""
+    if not torch.isfinite(loss_sum):
+        raise TrialDiverged(f"loss became non-finite at epoch {epoch}, within steps {first}-{last}")
 
 
 def backward_guard(model):
@@ -257,32 +295,3 @@ def backward_guard(model):
     if config is not None and config.regime == "ode" and config.ode.adjoint:
         return solver_errors(config.ode, blocks.t_end)
     return nullcontext()
-
-
-@torch.inference_mode()
-def evaluate(runner, bundle, config: TrialConfig, autocast=nullcontext()) -> dict[str, float]:
-    """Validation loss (no smoothing), top-1 and top-5 accuracy as fractions."""
-    runner.eval()
-    batch_size = config.train.eval_batch_size or 2 * config.train.batch_size
-    device = bundle.val_labels.device
-    loss_sum = torch.zeros((), device=device)
-    top1 = torch.zeros((), device=device)
-    top5 = torch.zeros((), device=device)
-    count = 0
-    k = min(5, bundle.num_classes)
-    for images, labels in vdata.eval_batches(bundle, config.data, batch_size):
-        with autocast:
-            logits = runner(images).float()
-        loss_sum += F.cross_entropy(logits, labels, reduction="sum")
-        best = logits.topk(k, dim=1).indices
-        hits = best == labels[:, None]
-        top1 += hits[:, 0].sum()
-        top5 += hits.any(dim=1).sum()
-        count += len(labels)
-    count = max(count, 1)
-    val_loss = (loss_sum / count).item()
-    return {
-        "val_loss": val_loss if math.isfinite(val_loss) else float("nan"),
-        "val_top1": (top1 / count).item(),
-        "val_top5": (top5 / count).item(),
-    }

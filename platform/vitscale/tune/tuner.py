@@ -57,7 +57,7 @@ def _scheduler(spec):
             time_attr="epoch",
             metric=objective.metric,
             mode=objective.mode,
-            max_t=sched.max_t or spec.trial.train.epochs,
+            max_t=sched.max_t or spec.trial.resolved().train.epochs,
             grace_period=sched.grace_period,
             reduction_factor=sched.reduction_factor,
         )

@@ -165,19 +165,19 @@ def load_cifar(v: Variant, config: DataConfig) -> Source:
         return str(where / name) if where.is_dir() else f"{name} in {where}"
 
     train = [_batch(v, raw[f], origin(f)) for f in v.train_files]
-    val_x, val_y = _batch(v, raw[v.test_file], origin(v.test_file))
+    test_x, test_y = _batch(v, raw[v.test_file], origin(v.test_file))
     names = _unpickle(v, raw[v.meta_file], origin(v.meta_file)).get(v.names_key)
     if not names:
         raise UserError(f"{v.name}: {origin(v.meta_file)} has no {v.names_key!r} list")
     train_y = torch.cat([y for _, y in train])
-    for labels in (train_y, val_y):
+    for labels in (train_y, test_y):
         if labels.numel() and (labels.min() < 0 or labels.max() >= len(names)):
             raise UserError(f"{v.name}: labels outside 0..{len(names) - 1} (the classes in {v.meta_file})")
     return Source(
         train_images=torch.cat([x for x, _ in train]),
         train_labels=train_y,
-        val_images=val_x,  # the official test split
-        val_labels=val_y,
+        test_images=test_x,  # the official test split; val is held out of train by load()
+        test_labels=test_y,
         class_names=[n.decode() if isinstance(n, bytes) else str(n) for n in names],
         hflip=True,
         crop_padding=4,

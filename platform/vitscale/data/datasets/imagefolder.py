@@ -1,6 +1,8 @@
 """`imagefolder`: users' own images, `root/<class name>/*.png|jpg|jpeg`.
 
-Classes are the subfolders that hold images, sorted by name. Every image is centre-cropped
+Classes are the subfolders that hold images, sorted by name. Where `root` holds `train/`
+and `test/` folders of that layout, they are the two splits; otherwise a fixed stratified
+fifth (seed TEST_SEED, not moved by `split_seed`) is the test set. Every image is centre-cropped
 to a square and resized (PIL bilinear, antialiased) to `source_size` (default: resolution),
 so the set can live as one uint8 tensor; greyscale sets stay one channel.
 """
@@ -19,6 +21,8 @@ from vitscale.data.splits import stratified_split
 from vitscale.errors import UserError
 
 EXTENSIONS = (".png", ".jpg", ".jpeg")
+TEST_FRACTION = 0.2
+TEST_SEED = 20_611
 _LAYOUT = "class subfolders of .png/.jpg/.jpeg images (root/<class>/<image>)"
 
 
@@ -68,20 +72,49 @@ def _all_grey(files: list[tuple[Path, int]]) -> bool:
     return all(mode(f) in ("1", "L", "I", "I;16") for f, _ in files)
 
 
+def _stack(files: list[tuple[Path, int]], size: int, grey: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    images = torch.from_numpy(np.stack([_read(f, size, grey) for f, _ in files]))
+    return images, torch.tensor([label for _, label in files], dtype=torch.int64)
+
+
+def _split_folders(root: str | None) -> tuple[Path, Path] | None:
+    path = Path(root).expanduser() if root is not None else None
+    if path is not None and (path / "train").is_dir() and (path / "test").is_dir():
+        return path / "train", path / "test"
+    return None
+
+
 @register_dataset("imagefolder")
 def load_imagefolder(config: DataConfig) -> Source:
-    """Stratified train/val split by `split_seed`; flips and crops on by default (natural images)."""
-    classes, files = scan(config.root)
+    """train/ and test/ folders, or one folder with a fixed test hold-out; flips and crops on."""
     size = config.source_size or config.resolution
-    grey = _all_grey(files)
-    images = torch.from_numpy(np.stack([_read(f, size, grey) for f, _ in files]))
-    labels = torch.tensor([label for _, label in files], dtype=torch.int64)
-    train_idx, val_idx = stratified_split(labels, config.val_fraction, config.split_seed)
+    folders = _split_folders(config.root)
+    if folders is not None:
+        classes, train_files = scan(str(folders[0]))
+        test_classes, test_files = scan(str(folders[1]))
+        if test_classes != classes:
+            raise UserError(
+                f"imagefolder: {folders[1]} has classes {test_classes}, {folders[0]} has {classes}; "
+                "train/ and test/ need the same class folders"
+            )
+        grey = _all_grey(train_files + test_files)
+        train_x, train_y = _stack(train_files, size, grey)
+        test_x, test_y = _stack(test_files, size, grey)
+    else:
+        classes, files = scan(config.root)
+        images, labels = _stack(files, size, _all_grey(files))
+        train_idx, test_idx = stratified_split(labels, TEST_FRACTION, TEST_SEED)
+        train_x, train_y, test_x, test_y = (
+            images[train_idx],
+            labels[train_idx],
+            images[test_idx],
+            labels[test_idx],
+        )
     return Source(
-        train_images=images[train_idx],
-        train_labels=labels[train_idx],
-        val_images=images[val_idx],
-        val_labels=labels[val_idx],
+        train_images=train_x,
+        train_labels=train_y,
+        test_images=test_x,
+        test_labels=test_y,
         class_names=classes,
         hflip=True,
         crop_padding=size // 8,

@@ -23,6 +23,8 @@ from vitscale.data.source import Source
 
 DEFAULT_TRAIN = 4096
 DEFAULT_VAL = 1024
+DEFAULT_TEST = 2048
+TEST_SEED = 2**32 - 1  # torch seeds with 32 bits; train/val use 2·split_seed (+1), split_seed < 2**30
 _PIXELS_PER_CHUNK = 1 << 21
 _NOISE_POOL = 16
 # Geometry as fractions of the image side.
@@ -123,10 +125,18 @@ def generate(n: int, size: int, num_classes: int, seed: int) -> tuple[torch.Tens
 
 @register_dataset("synthetic")
 def load_synthetic(config: DataConfig) -> Source:
-    """Sizes: num_train/num_val (default 4096/1024) at source_size (default: resolution)."""
+    """Sizes: num_train/num_val/num_test (default 4096/1024/2048) at source_size (default: resolution).
+
+    Train and val are fresh draws seeded by `split_seed` (an i.i.d. validation set, which is
+    what a hold-out of train approximates); test is drawn from a seed no split_seed reaches.
+    """
     size = config.source_size or config.resolution
     k = config.num_classes
     train_x, train_y = generate(config.num_train or DEFAULT_TRAIN, size, k, 2 * config.split_seed)
     val_x, val_y = generate(config.num_val or DEFAULT_VAL, size, k, 2 * config.split_seed + 1)
+    test_x, test_y = generate(config.num_test or DEFAULT_TEST, size, k, TEST_SEED)
     names = [f"dir{i}_{round(360 * i / k)}deg" for i in range(k)]
-    return Source(train_x, train_y, val_x, val_y, names, hflip=False, crop_padding=size // 16)
+    return Source(
+        train_x, train_y, test_x, test_y, names, hflip=False, crop_padding=size // 16,
+        val_images=val_x, val_labels=val_y,
+    )  # fmt: skip

@@ -4,7 +4,10 @@ Two backends with the same weights: `sdpa` (F.scaled_dot_product_attention, the 
 kernel a fair baseline must use) and `math` (the N x N weights materialised, so the
 quadratic memory and FLOPs are visible and the weights can be inspected).
 Parameters match timm's `Attention` (qkv with bias, proj), so ViT-Ti/S/B built with this
-mixer have the standard parameter counts.
+mixer have the standard parameter counts. Optional QK-norm (`model.qk_norm`; Dehghani et
+al. 2023, ViT-22B; timm's `qk_norm`): a LayerNorm over each head's queries and keys bounds
+the attention logits, which otherwise sharpen fast when one block is applied many times
+(looped and ODE regimes); it adds 4·head_dim parameters per mixer.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ class Attention(nn.Module):
         self.scale = self.head_dim**-0.5
         self.backend = config.attention_backend
         self.qkv = nn.Linear(config.width, 3 * config.width)
+        qk_norm = config.resolved_qk_norm
+        self.q_norm = nn.LayerNorm(self.head_dim, eps=1e-6) if qk_norm else nn.Identity()
+        self.k_norm = nn.LayerNorm(self.head_dim, eps=1e-6) if qk_norm else nn.Identity()
         self.proj = nn.Linear(config.width, config.width)
 
     def forward(self, x: Tensor, grid_hw: tuple[int, int]) -> Tensor:
@@ -37,6 +43,7 @@ class Attention(nn.Module):
         b, t, c = x.shape
         qkv = self.qkv(x).reshape(b, t, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q, k, v = qkv.unbind(0)  # (B, heads, T, d) each
+        q, k = self.q_norm(q), self.k_norm(k)
         if self.backend == "sdpa":
             out = F.scaled_dot_product_attention(q, k, v)
         else:

@@ -34,9 +34,11 @@ and head channels innermost at once, so some copy is unavoidable; the other cand
 Step 2 broadcasts the column kernel over rows (heads·H·W·K·W elements, independent of the
 batch).
 
-Without autograd (eval, inference) the kernels are cached per grid, dtype and parameter
-version, so looped and ODE models, which call one mixer depth or NFE times, build them
-once; a changed parameter (optimizer step, load_state_dict, .to()) rebuilds them.
+Without autograd (eval, inference) the kernels are built once per model forward and reused
+by every call inside it (looped and ODE models call one mixer depth or NFE times): the
+cache lives only inside `kernel_cache_scope`, which `VisionTransformer.forward` opens and
+closes, so no optimizer (fused AdamW writes parameters without bumping their version), EMA
+or load_state_dict between two forwards can leave it stale. With autograd on it is never used.
 FLOPs per image: 2·K·N·(H + W)·C.
 """
 
@@ -87,6 +89,18 @@ class SSoG(nn.Module):
         self.offset = nn.Parameter(torch.zeros(2, self.heads, k)) if config.ssog_offsets else None
         self.mix = nn.Parameter(torch.full((self.heads, k), 1.0 / k))  # w[h, k]
         self._operand_cache: tuple | None = None  # (key, (rows, cols)); see _cached_operands
+        self._cache_open = False  # set by kernel_cache_scope (one model forward)
+
+    def no_weight_decay(self) -> tuple[str, ...]:
+        """Kernel parameters are exempt: decay would pull every width towards sigma = 1 and the
+        mixture towards 0 — a prior attention's weights do not get."""
+        return ("log_sigma", "offset", "mix")
+
+    def open_cache(self) -> None:
+        self._cache_open, self._operand_cache = True, None
+
+    def close_cache(self) -> None:
+        self._cache_open, self._operand_cache = False, None
 
     def kernels(self, grid_hw: tuple[int, int]) -> tuple[Tensor, Tensor]:
         """(A_rows (heads, K, H, H), A_cols (heads, K, W, W)) for this grid; cheap, rebuilt per call."""
@@ -106,12 +120,11 @@ class SSoG(nn.Module):
         return rows, cols.reshape(heads, 1, grid_hw[1], k * grid_hw[1])
 
     def _cached_operands(self, grid_hw: tuple[int, int], dtype: torch.dtype) -> tuple[Tensor, Tensor]:
-        """`operands` in `dtype`, reused while no gradient is recorded and no parameter changed."""
-        if torch.is_grad_enabled() or torch.compiler.is_compiling():
+        """`operands` in `dtype`, reused within one model forward while no gradient is recorded."""
+        if not self._cache_open or torch.is_grad_enabled() or torch.compiler.is_compiling():
             rows, cols = self.operands(grid_hw)
             return rows.to(dtype), cols.to(dtype)
-        params = [p for p in (self.log_sigma, self.offset, self.mix) if p is not None]
-        key = (grid_hw, dtype, *((p.device, p.data_ptr(), p._version) for p in params))
+        key = (grid_hw, dtype)
         if self._operand_cache is None or self._operand_cache[0] != key:
             rows, cols = self.operands(grid_hw)
             self._operand_cache = (key, (rows.to(dtype), cols.to(dtype)))

@@ -76,12 +76,16 @@ def solver_errors(settings: OdeConfig, t_end: float) -> Iterator[None]:
 class NeuralOde(nn.Module):
     """x(t_end) of dx/dt = block.residual(x), x(0) = tokens."""
 
+    default_layer_scale = 0.1  # model.layer_scale where unset
+    default_qk_norm = True  # model.qk_norm where unset
+
     def __init__(self, config: ModelConfig, make_block: Callable[[], nn.Module]) -> None:
         super().__init__()
         self.block = make_block()
         self.settings = config.ode
         self.t_end = float(config.ode.t_end if config.ode.t_end is not None else config.depth)
         self.last_nfe: int | None = None
+        self.nfe_count = 0  # every field evaluation so far, adjoint backward solves included
 
     def solver_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of torchdiffeq.odeint for these settings (nothing added)."""
@@ -95,12 +99,20 @@ class NeuralOde(nn.Module):
     def forward(self, x: Tensor, grid_hw: tuple[int, int]) -> Tensor:
         calls = 0
 
+        adaptive = self.settings.solver not in FIXED_GRID_SOLVERS
+        # An adaptive solver's error estimate reads the field: bf16 rounding (~4e-3 relative)
+        # would look like local error and inflate the step count, differently per mixer.
+        exact = adaptive and self.settings.field_fp32 and torch.is_autocast_enabled(x.device.type)
+
         def field(t: Tensor, y: Tensor) -> Tensor:
             nonlocal calls
             calls += 1
+            self.nfe_count += 1
+            if exact:
+                with torch.autocast(x.device.type, enabled=False):
+                    return self.block.residual(y.float(), grid_hw).to(y.dtype)
             return self.block.residual(y, grid_hw).to(y.dtype)  # autocast may return bf16
 
-        adaptive = self.settings.solver not in FIXED_GRID_SOLVERS
         min_step = torch.finfo(x.dtype).eps * self.t_end
 
         def underflow_guard(t0: Tensor, y0: Tensor, dt: Tensor) -> None:

@@ -1,0 +1,72 @@
+"""Optimiser groups: AdamW decays weight matrices only; every model part declares its exemptions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from vitscale.cli import main
+from vitscale.models import MIXERS, REGIMES, ModelConfig, build
+from vitscale.train.config import TrainConfig
+from vitscale.train.loop import make_optimizer
+
+
+def _model(mixer: str, regime: str):
+    return build(ModelConfig(mixer=mixer, regime=regime, width=16, heads=2, depth=2, image_size=16))
+
+
+@pytest.mark.parametrize("regime", sorted(REGIMES))
+@pytest.mark.parametrize("mixer", sorted(MIXERS))
+def test_decayed_group_holds_only_weight_matrices(mixer, regime):
+    model = _model(mixer, regime)
+    optimizer = make_optimizer(model, TrainConfig(lr=1e-3, weight_decay=0.05))
+    decay, no_decay = optimizer.param_groups
+    assert decay["weight_decay"] == 0.05 and no_decay["weight_decay"] == 0.0
+    names = {id(p): n for n, p in model.named_parameters()}
+    decayed = [names[id(p)] for p in decay["params"]]
+    assert decayed and all(n.endswith(".weight") and p.ndim >= 2 for n, p in zip(decayed, decay["params"]))
+    assert not any(part in n for n in decayed for part in ("pos_embed", "cls_token", "norm", "gamma"))
+    assert len(decay["params"]) + len(no_decay["params"]) == len(list(model.parameters()))
+
+
+def test_ssog_kernels_position_embedding_and_cls_token_are_exempt():
+    model = build(ModelConfig(mixer="ssog", regime="discrete", depth=2, pos_embed=True))
+    names = model.no_weight_decay()
+    assert {"pos_embed", "cls_token"} <= names
+    for i in range(2):
+        assert {f"blocks.blocks.{i}.mixer.{p}" for p in ("log_sigma", "offset", "mix")} <= names
+    no_offsets = build(ModelConfig(mixer="ssog", ssog_offsets=False, depth=1))
+    assert not any(n.endswith("offset") for n in no_offsets.no_weight_decay())  # absent: not listed
+
+
+def test_adamw_leaves_ssog_kernels_alone_without_gradient():
+    """With zero gradients, one AdamW step changes decayed weights and nothing exempt."""
+    model = _model("ssog", "discrete")
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    optimizer = make_optimizer(model, TrainConfig(lr=1e-2, weight_decay=0.5))
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    optimizer.step()
+    exempt = model.no_weight_decay()
+    for name, p in model.named_parameters():
+        moved = not torch.equal(p, before[name])
+        assert moved == (name not in exempt and bool(before[name].abs().sum() > 0)), name
+
+
+def test_model_info_json_names_the_exempt_parameters(capsys):
+    main(["model", "info", "--mixer", "ssog", "--regime", "looped", "--width", "32", "--heads", "2",
+          "--depth", "2", "--patch-size", "4", "-r", "32", "--pos-embed", "--json"])  # fmt: skip
+    [row] = json.loads(capsys.readouterr().out)
+    names = set(row["no_weight_decay"])
+    assert {"pos_embed", "cls_token"} <= names
+    assert {f"blocks.block.mixer.{p}" for p in ("log_sigma", "offset", "mix")} <= names
+    assert {"blocks.block.ls1.gamma", "blocks.block.ls2.gamma"} <= names  # looped default: LayerScale
+
+
+def test_discrete_attention_is_the_standard_vit_by_default():
+    model = build(ModelConfig(mixer="attention", regime="discrete", width=192, depth=12, heads=3,
+                              patch_size=16, image_size=224, num_classes=1000))  # fmt: skip
+    assert sum(p.numel() for p in model.parameters()) == 5_717_416  # timm vit_tiny_patch16_224
+    assert not any("gamma" in n or "q_norm" in n for n, _ in model.named_parameters())
