@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Annotated
 
@@ -18,6 +19,13 @@ AddressOption = Annotated[
     str | None,
     typer.Option(
         help="Ray cluster to join: auto, HOST:PORT or ray://HOST:10001; default: in-process local Ray"
+    ),
+]
+ResumeAddressOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Ray cluster to join (auto, HOST:PORT, ray://HOST:10001), or a job server "
+        "(http://HEAD:8265): then the resume runs there as a Ray job, on the cluster's storage"
     ),
 ]
 TrackingOption = Annotated[
@@ -65,13 +73,18 @@ def run(
 @study_app.command("resume")
 def resume(
     target: Annotated[str, typer.Argument(help="study name, study YAML, or an execution folder")],
-    address: AddressOption = None,
+    address: ResumeAddressOption = None,
     storage: StorageOption = None,
     num_cpus: CpusOption = None,
     allow_autoscale: AutoscaleOption = False,
     quiet: Annotated[bool, typer.Option(help="hide Ray Tune's status table")] = False,
 ) -> None:
     """Continue the newest execution of a study whose driver died; finishes its planned trials."""
+    from vitscale.tune.submit import is_job_server, submit_resume
+
+    if is_job_server(address):
+        print(submit_resume(target, address, storage, allow_autoscale))  # the job id
+        return
     from vitscale.tune.run import resume_study
 
     summary = resume_study(
@@ -100,7 +113,7 @@ def submit(
     spec = load_study(file, set_ or ())
     uri = tracking_uri or os.environ.get("VITSCALE_TRACKING_URI") or spec.tracking.uri
     check_tracking_uri(uri, remote_driver=True)
-    job_id = submit_job(file, address, uri, list(set_ or ()))
+    job_id = submit_job(file, address, uri, list(set_ or ()), spec)
     print(job_id)
 
 
@@ -120,21 +133,21 @@ def logs(
 def status(
     job_id: Annotated[str | None, typer.Argument(help="one job; default: every job")] = None,
     address: JobAddressOption = None,
+    tracking_uri: Annotated[
+        str | None,
+        typer.Option("--tracking-uri", help="MLflow server for progress when a job does not name one"),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
-    """Status of submitted studies (PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED)."""
-    from vitscale.tune.submit import status as job_status
+    """Submitted studies, one line each: job id, study, status, start, duration, trials done/planned."""
+    from vitscale.tune.jobs import lines, status
 
-    rows = job_status(address, job_id)
+    rows = status(address, job_id, tracking_uri)
     if as_json:
         print(json.dumps(rows, indent=2))
         return
-    table = Table()
-    for column in ("job_id", "status", "entrypoint", "message"):
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*(str(row[c]) for c in ("job_id", "status", "entrypoint", "message")))
-    Console().print(table)
+    width = shutil.get_terminal_size((100, 24)).columns
+    print("\n".join(lines(rows, width)))
 
 
 def print_summary(summary) -> None:

@@ -2,7 +2,8 @@
 
 One experiment per study (`tracking.experiment`, default: the study name). In it:
 - one parent run per study execution: tags ROLE=study, STUDY=<name>, KIND=train|benchmark,
-  SPEC_HASH, GIT_COMMIT, versions; artifact `spec.yaml` (the resolved spec).
+  SPEC_HASH, GIT_COMMIT, versions; artifact `spec.yaml` (the resolved spec); PLANNED_TRIALS;
+  JOBS (the Ray job ids that ran or resumed it, when submitted: `study status` reads progress).
 - one child run per trial, nested under the parent (tag mlflow.parentRunId): tags ROLE=trial,
   STUDY, KIND, TRIAL_ID, STATUS, FAILURE_REASON, STOPPED_EARLY, NODE_ID, CONFIG_KEY.
   DID_NOT_TRAIN ("true" when a finished trial's final validation top-1 stayed within 2 points
@@ -35,6 +36,8 @@ REFERENCE = "vitscale.reference"  # comparison parent run: JSON of the reference
 CONFIG_KEY = "vitscale.config_key"  # hash of the trial config without the seed: groups replicates
 RESTARTS = "vitscale.restarts"  # times the trial was restarted from its checkpoint (worker/node lost)
 QUEUE_ID = "vitscale.queue_id"  # the placeholder id a run had in the driver's write queue (tracking.queue)
+PLANNED_TRIALS = "vitscale.planned_trials"  # parent run: trials the study plans
+JOBS = "vitscale.jobs"  # parent run: space-separated Ray job submission ids that ran/resumed it
 PARENT_RUN_ID = "mlflow.parentRunId"
 
 STATUSES = ("FINISHED", "FAILED", "KILLED", "RUNNING")

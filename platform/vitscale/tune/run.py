@@ -3,7 +3,9 @@
 Every execution of a study gets its own folder `storage/<name>/<timestamp>` holding Tune's
 experiment state, the Optuna RDB study (`optuna.db`, readable by optuna-dashboard) and
 `vitscale-study.json` (the resolved spec, the MLflow parent run, the tracking URI); the file
-`storage/<name>/latest` names the newest one, which `study resume NAME` continues.
+`storage/<name>/latest` names the newest one, which `study resume NAME` continues. Where a
+relative `storage` lives (the working directory, or in a submitted job the cluster's persistent
+storage) and the check that every node sees it are `tune.storage`'s.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from typing import Any
 
 from vitscale.errors import UserError
 from vitscale.tracking import queued, store
-from vitscale.tune import cluster
+from vitscale.tune import cluster, jobs
+from vitscale.tune import storage as storage_mod
 
 STATE_FILE = "vitscale-study.json"
 LATEST_FILE = "latest"
@@ -58,13 +61,7 @@ class StudyExecution:
 
 
 def _storage_root(spec, storage: str | None) -> Path:
-    root = storage or spec.storage
-    if "://" in str(root) and not str(root).startswith("file://"):
-        raise UserError(
-            f"storage: {root!r}: only local or shared-filesystem paths are supported by this version; "
-            "mount the bucket (e.g. s3fs/gcsfuse) and pass its path"
-        )
-    return Path(str(root).removeprefix("file://")).expanduser().resolve()
+    return storage_mod.resolve(storage or spec.storage)
 
 
 def _absolute_data_root(spec):
@@ -88,7 +85,7 @@ def run_study(
     verbose: int = 1,
 ):
     """Run every trial of `spec`; return the study's summary (see `tune.summary`)."""
-    from vitscale.spec import dump_spec, spec_hash
+    from vitscale.spec import count_trials, dump_spec, spec_hash
 
     uri = tracking_uri or os.environ.get("VITSCALE_TRACKING_URI") or spec.tracking.uri
     store.check_tracking_uri(uri)
@@ -98,6 +95,7 @@ def run_study(
         directory = directory.with_name(directory.name + "x")
     cluster.connect(address, num_cpus=num_cpus)
     cluster.preflight(spec.resources.cpu, spec.resources.gpu, allow_autoscale)
+    storage_mod.check_shared(directory.parent.parent)
 
     client = store.client_for(uri)
     experiment_id = store.ensure_experiment(client, spec.tracking.experiment or spec.name)
@@ -105,6 +103,7 @@ def run_study(
     parent_run_id = store.create_study_run(
         client, experiment_id, spec.name, spec.kind, spec_hash(spec), spec_yaml
     )
+    jobs.tag_parent_run(client, parent_run_id, planned=count_trials(spec))
     directory.mkdir(parents=True)
     execution = StudyExecution(directory, spec, uri, experiment_id, parent_run_id)
     execution.save()
@@ -132,7 +131,7 @@ def locate_execution(target: str, storage: str | None = None) -> Path:
         spec = load_study(path)
         name, root = spec.name, _storage_root(spec, storage)
     else:
-        name, root = target, Path(storage or "ray_results").expanduser().resolve()
+        name, root = target, storage_mod.resolve(storage or "ray_results")
     latest = root / name / LATEST_FILE
     if not latest.is_file():
         raise UserError(
@@ -161,8 +160,10 @@ def resume_study(
     store.check_tracking_uri(execution.tracking_uri)
     cluster.connect(address, num_cpus=num_cpus)
     cluster.preflight(execution.spec.resources.cpu, execution.spec.resources.gpu, allow_autoscale)
+    storage_mod.check_shared(directory.parent.parent)
     client = store.client_for(execution.tracking_uri)
     client.update_run(execution.parent_run_id, status="RUNNING")
+    jobs.tag_parent_run(client, execution.parent_run_id)
     if execution.spec.kind == "comparison":
         from vitscale.tune.comparison import run_comparison
 
