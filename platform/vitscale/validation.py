@@ -61,7 +61,8 @@ def _unknown_key(model: type[BaseModel] | None, loc: tuple) -> str:
     parent = _model_at(model, loc[:-1]) if model is not None and loc else None
     if parent is None:
         return "unknown key (check the spelling; `vitscale spec schema` lists the keys)"
-    known = [f.alias or name for name, f in parent.model_fields.items()]
+    fields = parent.all_fields() if callable(getattr(parent, "all_fields", None)) else parent.model_fields
+    known = [f.alias or name for name, f in fields.items()]
     close = difflib.get_close_matches(str(loc[-1]), known, n=2, cutoff=0.6)
     if close:
         return f"unknown key; did you mean {' or '.join(map(repr, close))}?"
@@ -83,8 +84,9 @@ def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
     for part in loc:
         ann = unwrap_optional(ann)
         if isinstance(ann, type) and issubclass(ann, BaseModel):
+            fields = ann.all_fields() if callable(getattr(ann, "all_fields", None)) else ann.model_fields
             field = next(
-                (f for name, f in ann.model_fields.items() if part in (name, f.alias)),
+                (f for name, f in fields.items() if part in (name, f.alias)),
                 None,
             )
             if field is None:

@@ -187,13 +187,13 @@ def test_comparison_arms_reference_budget_tuned_config_and_edges(tmp_path):
         "n_did_not_train_unknown": 0,
     }
     ssog_disc = arms["model.mixer=ssog,model.regime=discrete"].tuning
-    assert ssog_disc["tuned"] == {"model.num_gaussians": 8, "train.lr": 0.01}
-    assert ssog_disc["edges"] == {"model.num_gaussians": "high", "train.lr": "high"}
+    assert ssog_disc["tuned"] == {"model.ssog.num_gaussians": 8, "train.lr": 0.01}
+    assert ssog_disc["edges"] == {"model.ssog.num_gaussians": "high", "train.lr": "high"}
     attention_ode = arms["model.mixer=attention,model.regime=ode"].tuning
     assert attention_ode["tuned"] == {"train.lr": 0.002} and attention_ode["edges"] == {}  # K: ssog only
     assert all(f.counts["n_runs"] == 4 for f in res.fits)  # fits read the final phase only
     report = res.report_path.read_text()
-    assert "⚠ model.num_gaussians (high), ⚠ train.lr (high)" in report
+    assert "⚠ model.ssog.num_gaussians (high), ⚠ train.lr (high)" in report
     assert "2/4 used, 1 failed, 1 stopped early" in report
     assert "(model.mixer=attention)" in report and "Comparison study" in report
     assert "## Top-1 by regime and width" not in report  # its best-config cells mix in tuning runs

@@ -67,7 +67,7 @@ def test_runs_table_layout_types_and_resume_dedupe(train):
         ("stopped_early", pa.bool_()),
         ("model.width", pa.int64()),
         ("train.lr", pa.float64()),
-        ("model.ssog_offsets", pa.bool_()),
+        ("model.ssog.offsets", pa.bool_()),
         ("val_top1", pa.float64()),
         ("model.mixer", pa.string()),
         ("train.seed", pa.int64()),
@@ -208,7 +208,7 @@ def test_comparison_reads_reference_and_space_from_the_parent_run(comparison):
     assert redrawn.reference == COMPARISON_REFERENCE  # kept in runs.parquet's metadata
     arms = {a.label: a for a in redrawn.arms}
     assert arms["model.mixer=ssog,model.regime=discrete"].tuning["edges"] == {
-        "model.num_gaussians": "high",
+        "model.ssog.num_gaussians": "high",
         "train.lr": "high",
     }
     assert arms["model.mixer=ssog,model.regime=ode"].tuning["budget"]["n_failed"] == 1

@@ -50,27 +50,14 @@ def test_parent_and_children_in_the_layout_analyze_reads(tiny_config, tmp_path):
     for child in children:
         tags, params = child.data.tags, child.data.params
         assert tags[layout.PARENT_RUN_ID] == parent.info.run_id and tags[layout.CONFIG_KEY]
-        assert {
-            f"bench.{k}"
-            for k in (
-                "mixer",
-                "regime",
-                "resolution",
-                "attention_backend",
-                "batch_size",
-                "mode",
-                "dtype",
-                "device",
-                "compile",
-                "width",
-                "depth",
-                "heads",
-                "patch_size",
-                "num_gaussians",
-                "seed",
-            )
-        } <= set(params)
-        if params["bench.attention_backend"] == "math" and params["bench.resolution"] == "16":
+        bench = {f"bench.{k}" for k in ("batch_size", "mode", "dtype", "device", "compile", "seed")}
+        model = {
+            f"model.{k}" for k in ("mixer", "regime", "image_size", "width", "depth", "heads", "patch_size")
+        }
+        assert bench | model | {"model.attention.backend", "model.ssog.num_gaussians"} <= set(params)
+        assert not any(k.startswith("bench.") and k[6:] in {"mixer", "width", "resolution"} for k in params)
+        math = params["model.mixer"] == "attention" and params["model.attention.backend"] == "math"
+        if math and params["model.image_size"] == "16":
             assert child.info.status == "FAILED" and tags[layout.STATUS] == "FAILED"
             assert tags[layout.FAILURE_REASON].startswith("oom: OutOfMemoryError")
             assert "images_per_second" not in child.data.metrics

@@ -13,7 +13,7 @@ from vitscale.bench.runner import run_benchmark
 
 def _builder(counting_model, failing_backend: str, error: BaseException):
     def build(cfg):
-        fail = cfg.mixer == "attention" and cfg.attention_backend == failing_backend
+        fail = cfg.mixer == "attention" and cfg.attention.backend == failing_backend
         return counting_model(cfg.num_classes, fail_with=error if fail else None)
 
     return build

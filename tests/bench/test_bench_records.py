@@ -1,4 +1,4 @@
-"""The record schema: Parquet with exactly SCHEMA, strict JSON, and the table's ratios."""
+"""The record schema: Parquet with exactly `schema()` (SCHEMA + the model's columns), strict JSON, and the table's ratios."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_parquet_has_exactly_the_schema_and_the_config(tiny_config, tmp_path):
     config = tiny_config()
     path = rec.write_parquet(_records(config), tmp_path / "sub" / "bench.parquet", config)
     table = pq.read_table(path)
-    assert table.schema.remove_metadata() == rec.SCHEMA
+    assert table.schema.remove_metadata() == rec.schema()
     assert table.num_rows == 3
     assert json.loads(table.schema.metadata[b"vitscale.benchmark"]) == config.model_dump(mode="json")
     rows = table.to_pylist()
@@ -59,7 +59,7 @@ def test_parquet_has_exactly_the_schema_and_the_config(tiny_config, tmp_path):
 def test_unknown_keys_are_dropped_and_json_is_strict(tiny_config):
     records = _records(tiny_config())
     records[0]["something_else"] = 1
-    assert rec.to_table(records).schema == rec.SCHEMA
+    assert rec.to_table(records).schema == rec.schema()
     parsed = json.loads(rec.to_json(records))  # json.loads rejects nothing, so check for NaN by hand
     assert parsed[1]["latency_ms"] is None
     assert all(not (isinstance(v, float) and math.isnan(v)) for r in parsed for v in r.values())

@@ -8,7 +8,14 @@ from vitscale.models import ModelConfig, build
 from vitscale.models.mixers.ssog import SSoG
 
 CONFIG = dict(
-    mixer="ssog", width=12, heads=3, depth=3, patch_size=2, image_size=8, num_classes=4, num_gaussians=3
+    mixer="ssog",
+    width=12,
+    heads=3,
+    depth=3,
+    patch_size=2,
+    image_size=8,
+    num_classes=4,
+    ssog={"num_gaussians": 3},
 )
 
 

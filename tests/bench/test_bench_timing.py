@@ -52,7 +52,7 @@ def test_a_configuration_runs_one_counting_forward_then_warmup_plus_repeats(
     before = None
     if mode == "train":
         torch.manual_seed(config.seed)
-        before = counting_model(config.num_classes).head.weight.detach().clone()
+        before = counting_model(config.model.num_classes).head.weight.detach().clone()
     record = measure.measure_configuration(config, config.configurations()[0], build_model=build)
     assert record["status"] == "ok", record["error"]
     assert models[0].calls == 1 + 2 + 4  # FLOP count, warmup, timed
@@ -76,7 +76,7 @@ def test_real_models_get_flops_params_and_nfe(tiny_config):
     records = [measure.measure_configuration(config, p) for p in config.configurations()]
     discrete, ode = records
     assert discrete["status"] == ode["status"] == "ok"
-    assert discrete["nfe"] is None and ode["nfe"] == 4 * config.depth  # rk4, step 1, over [0, depth]
+    assert discrete["nfe"] is None and ode["nfe"] == 4 * config.model.depth  # rk4, step 1, over [0, depth]
     assert discrete["flops_per_image"] > 0 and ode["flops_per_image"] > discrete["flops_per_image"]
     assert discrete["tokens"] == 4 and discrete["attention_backend"] is None
 
@@ -109,8 +109,8 @@ def test_interleaved_timing_is_round_robin_and_a_failing_model_drops_out(tiny_co
             return super().forward(images)
 
     def build(cfg):
-        model = Logged(cfg.num_classes, fail_with=MemoryError() if cfg.attention_backend == "math" else None)
-        model.name = cfg.attention_backend if cfg.mixer == "attention" else cfg.mixer
+        model = Logged(cfg.num_classes, fail_with=MemoryError() if cfg.attention.backend == "math" else None)
+        model.name = cfg.attention.backend if cfg.mixer == "attention" else cfg.mixer
         return model
 
     config = tiny_config(warmup=1, repeats=3)

@@ -41,7 +41,7 @@ FIELDS = [
     "train.epochs",
     "train.lr",
     "data.resolution",
-    "model.num_gaussians",
+    "model.ssog.num_gaussians",
     "train.betas",
     "x.y",
     "model.image_size",

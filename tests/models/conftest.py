@@ -9,7 +9,7 @@ import torch
 
 from vitscale.models import ModelConfig
 
-TINY = dict(width=16, heads=2, depth=2, patch_size=2, image_size=8, num_classes=5, num_gaussians=2)
+TINY = dict(width=16, heads=2, depth=2, patch_size=2, image_size=8, num_classes=5, ssog={"num_gaussians": 2})
 
 
 def make_tiny(**overrides: Any) -> ModelConfig:

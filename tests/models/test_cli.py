@@ -9,7 +9,7 @@ import typer
 from typer.testing import CliRunner
 
 from vitscale.cli import main
-from vitscale.cli.model_cmd import MODEL_FLAGS, model_config, model_options
+from vitscale.cli.model_cmd import model_config, model_flags, model_options
 
 SMALL = ["--width", "16", "--heads", "2", "--depth", "2", "--patch-size", "4", "--num-classes", "10"]
 
@@ -30,7 +30,15 @@ def test_json_lists_one_object_per_resolution_with_exactly_the_keys(capsys, mixe
     assert code == 0
     rows = json.loads(out)
     assert [set(r) for r in rows] == [
-        {"tokens", "params", "flops_per_image", "lipschitz_bound", "config"}
+        {
+            "tokens",
+            "params",
+            "flops_per_image",
+            "mixing_flops",
+            "lipschitz_bound",
+            "no_weight_decay",
+            "config",
+        }
     ] * 2
     assert [r["tokens"] for r in rows] == [64, 256]
     assert [r["config"]["image_size"] for r in rows] == [32, 64]
@@ -71,7 +79,7 @@ def test_model_options_are_reusable_by_other_commands() -> None:
     args = ["--mixer", "ssog", "--ode-rtol", "1e-5", "--no-ssog-offsets", "--epochs", "3"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert seen == {"mixer": "ssog", "ssog_offsets": False, "ode": {"rtol": 1e-5}, "epochs": 3}
+    assert seen == {"mixer": "ssog", "ssog": {"offsets": False}, "ode": {"rtol": 1e-5}, "epochs": 3}
     config = model_config({"ode": {"rtol": 1e-5}}, base={"width": 32, "heads": 4, "ode": {"solver": "bosh3"}})
     assert (config.width, config.ode.solver, config.ode.rtol) == (32, "bosh3", 1e-5)
-    assert len({f.param for f in MODEL_FLAGS}) == len(MODEL_FLAGS)
+    assert len({f.param for f in model_flags()}) == len(model_flags())

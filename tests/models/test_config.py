@@ -11,10 +11,11 @@ from vitscale.validation import error_lines
 BAD = [
     ({"width": 64, "heads": 5}, "heads"),
     ({"image_size": 30, "patch_size": 4}, "image_size"),
-    ({"num_gaussians": 0}, "num_gaussians"),
+    ({"ssog": {"num_gaussians": 0}}, "ssog.num_gaussians"),
+    ({"num_gaussians": 4}, "num_gaussians"),
     ({"mixer": "conv"}, "mixer"),
     ({"regime": "recurrent"}, "regime"),
-    ({"attention_backend": "flash"}, "attention_backend"),
+    ({"attention": {"backend": "flash"}}, "attention.backend"),
     ({"width": 0}, "width"),
     ({"mlp_ratio": 0}, "mlp_ratio"),
     ({"ode": {"solver": "leapfrog"}}, "ode.solver"),

@@ -30,7 +30,7 @@ def test_ssog_has_fewer_parameters_than_attention(tiny, regime: str) -> None:
 
 
 def test_shared_blocks_are_counted_once(tiny) -> None:
-    plain = {"layer_scale": 0.0, "qk_norm": False}  # the looped default adds stabilisers
+    plain = {"layer_scale": 0.0, "attention": {"qk_norm": False}}  # the looped default adds stabilisers
     discrete, looped = (count_params(build(tiny(regime=r, depth=3, **plain))) for r in ("discrete", "looped"))
     block = count_params(build(tiny(depth=1)).blocks.blocks[0])
     assert discrete - looped == 2 * block
@@ -56,13 +56,13 @@ def test_mixing_flops_follow_the_expected_power_law(tiny, mixer: str, exponent: 
 
 
 def test_ssog_mixing_flops_match_the_formula(tiny) -> None:
-    config = tiny(mixer="ssog", width=24, heads=3, num_gaussians=3)
+    config = tiny(mixer="ssog", width=24, heads=3, ssog={"num_gaussians": 3})
     h, w = 6, 10
     assert mixing_flops(SSoG(config), (h, w)) == 2 * 3 * (h * w) * (h + w) * 24
 
 
 def test_cpu_sdpa_is_counted_like_the_explicit_attention(tiny) -> None:
-    sdpa, math_ = (flops_per_image(tiny(attention_backend=b, image_size=32)) for b in ("sdpa", "math"))
+    sdpa, math_ = (flops_per_image(tiny(attention={"backend": b}, image_size=32)) for b in ("sdpa", "math"))
     assert sdpa == math_ > 0
 
 
@@ -103,7 +103,7 @@ def power_iteration(mixer: SSoG, grid_hw: tuple[int, int], prefix: int, iters: i
 @pytest.mark.parametrize("seed", [0, 1])
 def test_power_iteration_never_exceeds_the_lipschitz_bound(tiny, k, grid_hw, prefix, seed) -> None:
     torch.manual_seed(seed)
-    mixer = SSoG(tiny(mixer="ssog", width=12, heads=3, num_gaussians=k)).double()
+    mixer = SSoG(tiny(mixer="ssog", width=12, heads=3, ssog={"num_gaussians": k})).double()
     with torch.no_grad():  # a trained-looking operator: big weights, mixed-sign mixtures, offsets
         for p in (mixer.v.weight, mixer.out.weight):
             p.normal_(0, 0.5)
@@ -115,7 +115,7 @@ def test_power_iteration_never_exceeds_the_lipschitz_bound(tiny, k, grid_hw, pre
 
 
 def test_lipschitz_bound_is_tight_for_a_single_separable_gaussian(tiny) -> None:
-    mixer = SSoG(tiny(mixer="ssog", width=4, heads=1, num_gaussians=1)).double()
+    mixer = SSoG(tiny(mixer="ssog", width=4, heads=1, ssog={"num_gaussians": 1})).double()
     with torch.no_grad():
         mixer.v.weight.copy_(torch.eye(4))
         mixer.out.weight.copy_(torch.eye(4))
@@ -128,5 +128,5 @@ def test_lipschitz_bound_of_a_model_and_of_attention(tiny) -> None:
     per_mixer = [lipschitz_bound(b.mixer, (4, 4), 1) for b in model.blocks.blocks]
     assert lipschitz_bound(model) == pytest.approx(max(per_mixer))
     assert math.isfinite(lipschitz_bound(model, (16, 16)))
-    with pytest.raises(TypeError, match="no SSoG mixer"):
+    with pytest.raises(TypeError, match="no mixer with a Lipschitz bound"):
         lipschitz_bound(build(tiny(mixer="attention")))

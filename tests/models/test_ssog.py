@@ -43,7 +43,7 @@ def dense_reference(mixer: SSoG, x: torch.Tensor, grid_hw: tuple[int, int]) -> t
 @pytest.mark.parametrize("prefix", [0, 1, 2])
 def test_separable_equals_dense(tiny, k: int, grid_hw: tuple[int, int], offsets: bool, prefix: int) -> None:
     mixer = randomise(
-        SSoG(tiny(mixer="ssog", width=12, heads=3, num_gaussians=k, ssog_offsets=offsets))
+        SSoG(tiny(mixer="ssog", width=12, heads=3, ssog={"num_gaussians": k, "offsets": offsets}))
     ).double()
     x = torch.randn(2, prefix + grid_hw[0] * grid_hw[1], 12, dtype=torch.float64)
     torch.testing.assert_close(mixer(x, grid_hw), dense_reference(mixer, x, grid_hw), atol=1e-5, rtol=1e-5)

@@ -27,7 +27,9 @@ def _id(case) -> str:
 @pytest.mark.parametrize("case", CASES, ids=_id)
 def test_few_steps_reduce_loss_and_reach_every_parameter(tiny, case) -> None:
     mixer, regime, ode, *backend = case
-    config = tiny(mixer=mixer, regime=regime, ode=ode, attention_backend=backend[0] if backend else "sdpa")
+    config = tiny(
+        mixer=mixer, regime=regime, ode=ode, attention={"backend": backend[0] if backend else "sdpa"}
+    )
     model = build(config)
     images, labels = torch.randn(8, 3, 8, 8), torch.randint(0, config.num_classes, (8,))
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)

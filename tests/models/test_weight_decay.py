@@ -26,7 +26,9 @@ def test_decayed_group_holds_only_weight_matrices(mixer, regime):
     assert decay["weight_decay"] == 0.05 and no_decay["weight_decay"] == 0.0
     names = {id(p): n for n, p in model.named_parameters()}
     decayed = [names[id(p)] for p in decay["params"]]
-    assert decayed and all(n.endswith(".weight") and p.ndim >= 2 for n, p in zip(decayed, decay["params"]))
+    assert decayed and all(
+        n.endswith(".weight") and p.ndim >= 2 for n, p in zip(decayed, decay["params"], strict=True)
+    )
     assert not any(part in n for n in decayed for part in ("pos_embed", "cls_token", "norm", "gamma"))
     assert len(decay["params"]) + len(no_decay["params"]) == len(list(model.parameters()))
 
@@ -37,7 +39,7 @@ def test_ssog_kernels_position_embedding_and_cls_token_are_exempt():
     assert {"pos_embed", "cls_token"} <= names
     for i in range(2):
         assert {f"blocks.blocks.{i}.mixer.{p}" for p in ("log_sigma", "offset", "mix")} <= names
-    no_offsets = build(ModelConfig(mixer="ssog", ssog_offsets=False, depth=1))
+    no_offsets = build(ModelConfig(mixer="ssog", ssog={"offsets": False}, depth=1))
     assert not any(n.endswith("offset") for n in no_offsets.no_weight_decay())  # absent: not listed
 
 

@@ -34,14 +34,14 @@ MALFORMED = [
     ("space: {model: {grid: [{widht: 192}]}}", "space.model", "model.widht is not a field"),
     ("space: {model: {choice: [32]}}", "space.model", "is a section"),
     (
-        "space: {model.num_gaussians: {choice: [2, 4]}}",
-        "space.model.num_gaussians",
+        "space: {model.ssog.num_gaussians: {choice: [2, 4]}}",
+        "space.model.ssog.num_gaussians",
         "model.mixer is never ssog",
     ),
     ("space: {model.ode.rtol: {choice: [1.0e-3]}}", "space.model.ode.rtol", "model.regime is never ode"),
     (
-        "space: {model.attention_backend: {choice: [sdpa, math]}}\ntrial: {model: {mixer: ssog}}",
-        "space.model.attention_backend",
+        "space: {model.attention.backend: {choice: [sdpa, math]}}\ntrial: {model: {mixer: ssog}}",
+        "space.model.attention.backend",
         "model.mixer is never attention",
     ),
     (
@@ -74,18 +74,18 @@ MALFORMED = [
         "unknown key",
     ),
     (
-        "space: {model.num_gaussians: {int: [1, 8], when: {model.mixr: ssog}}}",
-        "space.model.num_gaussians.when",
+        "space: {model.ssog.num_gaussians: {int: [1, 8], when: {model.mixr: ssog}}}",
+        "space.model.ssog.num_gaussians.when",
         "model.mixr is neither a space parameter nor a field",
     ),
     (
-        "space: {model.num_gaussians: {int: [1, 8], when: {model.mixer: sog}}}",
-        "space.model.num_gaussians.when.model.mixer",
+        "space: {model.ssog.num_gaussians: {int: [1, 8], when: {model.mixer: sog}}}",
+        "space.model.ssog.num_gaussians.when.model.mixer",
         "unknown mixer 'sog'",
     ),
     (
-        "space: {model.mixer: {choice: [ssog]}, model.num_gaussians: {choice: [1], when: {model.mixer: attention}}}",
-        "space.model.num_gaussians",
+        "space: {model.mixer: {choice: [ssog]}, model.ssog.num_gaussians: {choice: [1], when: {model.mixer: attention}}}",
+        "space.model.ssog.num_gaussians",
         "never active",
     ),
     (
@@ -127,7 +127,12 @@ MALFORMED = [
     ("trial: {train: {device: cuda}}", "trial.train.device", "resources.gpu > 0"),
     ("kind: benchmark", "benchmark", "required for kind: benchmark"),
     ("benchmark: {}", "benchmark", "only for kind: benchmark"),
-    ("kind: benchmark\nbenchmark: {heads: 5}", "benchmark.heads", "5 does not divide width 192"),
+    (
+        "kind: benchmark\nbenchmark: {model: {heads: 5}}",
+        "benchmark.model.heads",
+        "5 does not divide width 192",
+    ),
+    ("kind: benchmark\nbenchmark: {heads: 5}", "benchmark.heads", "moved to benchmark.model.heads"),
     ("kind: benchmark\nbenchmark: {resolutions: [224, 100]}", "benchmark.resolutions", "patch_size 16"),
     ("kind: benchmark\nbenchmark: {mixers: [ssog, mamba]}", "benchmark.mixers", "'mamba'"),
     (
@@ -183,7 +188,7 @@ def test_every_problem_is_reported_together():
 def test_rules_that_do_not_read_a_broken_trial_still_run():
     lines = _problems(
         "name: x\ntrial: {model: {heads: 5}}\n"
-        "space: {train.lr: {uniform: [0.1, 0.2]}, model.num_gaussians: {choice: [2]}}\n"
+        "space: {train.lr: {uniform: [0.1, 0.2]}, model.ssog.num_gaussians: {choice: [2]}}\n"
         "objectives: [{metric: val_top1}, {metric: params, mode: min}]\nscheduler: {type: asha}\n"
     )
     # The num_gaussians guard needs the base trial (which mixer?): skipped, not guessed.

@@ -101,7 +101,7 @@ def test_ssog_search_conditions_ode_tolerances():
     spec = load_study(ROOT / "studies/ssog_search.yaml")
     assert spec.search.algorithm == "tpe" and [o.metric for o in spec.objectives] == ["val_top1", "params"]
     assert spec.space["model.ode.rtol"].conditions() == {"model.regime": ["ode"]}
-    assert "model.num_gaussians" in spec.space  # from search_spaces/ssog_gaussians.yaml
+    assert "model.ssog.num_gaussians" in spec.space  # from search_spaces/ssog_gaussians.yaml
 
 
 def test_benchmark_study_points_are_configurations():

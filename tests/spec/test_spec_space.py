@@ -31,7 +31,7 @@ def study(text: str):
         ("{model.depth: {int: [2, 8], step: 2}}", 4),
         ("{model.depth: {int: [1, 4]}, train.epochs: {grid: [1, 2]}}", 8),
         (
-            "{model.mixer: {grid: [attention, ssog]}, model.num_gaussians: {grid: [2, 4, 8], when: {model.mixer: ssog}}}",
+            "{model.mixer: {grid: [attention, ssog]}, model.ssog.num_gaussians: {grid: [2, 4, 8], when: {model.mixer: ssog}}}",
             4,
         ),
         (
@@ -63,14 +63,14 @@ def test_grid_order_first_key_slowest():
 def test_when_on_a_later_key_is_ordered_after_it():
     spec = study(
         "space:\n"
-        "  model.num_gaussians: {grid: [2, 4], when: {model.mixer: ssog}}\n"
+        "  model.ssog.num_gaussians: {grid: [2, 4], when: {model.mixer: ssog}}\n"
         "  model.mixer: {grid: [attention, ssog]}\n"
     )
     points = grid_points(spec)
     assert points == [
         {"model.mixer": "attention"},
-        {"model.mixer": "ssog", "model.num_gaussians": 2},
-        {"model.mixer": "ssog", "model.num_gaussians": 4},
+        {"model.mixer": "ssog", "model.ssog.num_gaussians": 2},
+        {"model.mixer": "ssog", "model.ssog.num_gaussians": 4},
     ]
 
 
@@ -91,9 +91,9 @@ def test_when_with_several_keys_needs_all():
 def test_when_on_a_base_field_without_a_space_parameter():
     spec = study(
         "trial: {model: {mixer: ssog}}\n"
-        "space: {model.num_gaussians: {grid: [1, 2], when: {model.mixer: ssog}}}\n"
+        "space: {model.ssog.num_gaussians: {grid: [1, 2], when: {model.mixer: ssog}}}\n"
     )
-    assert grid_points(spec) == [{"model.num_gaussians": 1}, {"model.num_gaussians": 2}]
+    assert grid_points(spec) == [{"model.ssog.num_gaussians": 1}, {"model.ssog.num_gaussians": 2}]
 
 
 def test_coupled_values_set_several_fields_and_conditions_read_them():
@@ -115,11 +115,15 @@ def test_active_params_follow_the_partial_point():
         "search: {algorithm: tpe}\n"
         "space:\n"
         "  model.mixer: {choice: [attention, ssog]}\n"
-        "  model.num_gaussians: {int: [1, 8], when: {model.mixer: ssog}}\n"
+        "  model.ssog.num_gaussians: {int: [1, 8], when: {model.mixer: ssog}}\n"
         "  train.lr: {loguniform: [1.0e-4, 1.0e-2]}\n"
     )
     assert active_params(spec, {"model.mixer": "attention"}) == ["model.mixer", "train.lr"]
-    assert active_params(spec, {"model.mixer": "ssog"}) == ["model.mixer", "model.num_gaussians", "train.lr"]
+    assert active_params(spec, {"model.mixer": "ssog"}) == [
+        "model.mixer",
+        "model.ssog.num_gaussians",
+        "train.lr",
+    ]
 
 
 def test_sample_point_asks_only_active_parameters():
@@ -127,7 +131,7 @@ def test_sample_point_asks_only_active_parameters():
         "search: {algorithm: random}\n"
         "space:\n"
         "  model.mixer: {choice: [attention, ssog]}\n"
-        "  model.num_gaussians: {int: [1, 8], when: {model.mixer: ssog}}\n"
+        "  model.ssog.num_gaussians: {int: [1, 8], when: {model.mixer: ssog}}\n"
         "  model: {choice: [{width: 32, heads: 2}, {width: 64, heads: 4}]}\n"
     )
     asked = []
@@ -145,7 +149,7 @@ def test_suggest_point_with_optuna_honours_conditions_and_decodes_coupled_values
         "search: {algorithm: tpe}\n"
         "space:\n"
         "  model.mixer: {choice: [attention, ssog]}\n"
-        "  model.num_gaussians: {int: [1, 8], when: {model.mixer: ssog}}\n"
+        "  model.ssog.num_gaussians: {int: [1, 8], when: {model.mixer: ssog}}\n"
         "  model: {choice: [{width: 32, heads: 2}, {width: 64, heads: 4}]}\n"
         "  train.lr: {loguniform: [1.0e-4, 1.0e-2]}\n"
         "  train.warmup_epochs: {uniform: [0, 2], step: 0.5}\n"
@@ -156,7 +160,7 @@ def test_suggest_point_with_optuna_honours_conditions_and_decodes_coupled_values
     for _ in range(12):
         trial = opt.ask()
         point = suggest_point(trial, spec, prefix="point/")
-        assert ("model.num_gaussians" in point) == (point["model.mixer"] == "ssog")
+        assert ("model.ssog.num_gaussians" in point) == (point["model.mixer"] == "ssog")
         assert point["model"] in ({"width": 32, "heads": 2}, {"width": 64, "heads": 4})
         assert 1e-4 <= point["train.lr"] <= 1e-2
         assert set(trial.params) == {"point/" + k for k in point}

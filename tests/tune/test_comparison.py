@@ -28,7 +28,7 @@ COMPARISON = {
     "reference": {"model.mixer": "attention"},
     "space": {
         "train.lr": {"loguniform": [1.0e-3, 1.0e-2]},
-        "model.num_gaussians": {"int": [1, 4], "when": {"model.mixer": "ssog"}},
+        "model.ssog.num_gaussians": {"int": [1, 4], "when": {"model.mixer": "ssog"}},
     },
     "search": {"algorithm": "tpe", "num_samples": 2, "seeds": [0], "max_concurrent_trials": 2},
     "final": {"seeds": [0, 1]},
@@ -51,8 +51,8 @@ def test_arms_are_every_combination_and_each_tunes_its_own_space():
 def test_a_parameter_of_one_arm_is_not_searched_in_the_others(tmp_path):
     spec = load_study(write_study(tmp_path, "cmp", **COMPARISON))
     attention, ssog = arm_list(spec)
-    assert "model.num_gaussians" not in arm_study(spec, attention).space
-    assert "model.num_gaussians" in arm_study(spec, ssog).space
+    assert "model.ssog.num_gaussians" not in arm_study(spec, attention).space
+    assert "model.ssog.num_gaussians" in arm_study(spec, ssog).space
 
 
 @pytest.mark.parametrize(

@@ -56,7 +56,9 @@ def test_grid_study_records_every_trial_and_a_diverging_one_fails_alone(tmp_path
         assert tags["vitscale.node_id"]
         if float(params["train.lr"]) > 1:
             assert tags["vitscale.status"] == "FAILED" and run.info.status == "FAILED"
-            assert tags["vitscale.failure_reason"].startswith("diverged: loss became non-finite at epoch 1, within steps")
+            assert tags["vitscale.failure_reason"].startswith(
+                "diverged: loss became non-finite at epoch 1, within steps"
+            )
         else:
             assert tags["vitscale.status"] == "FINISHED" and run.info.status == "FINISHED"
             epochs = [m.step for m in client.get_metric_history(run.info.run_id, "val_top1")]
@@ -72,7 +74,7 @@ def test_tpe_study_replicates_seeds_and_keeps_the_optuna_history(tmp_path):
         "tpe-tiny",
         space={
             "model.mixer": {"choice": ["attention", "ssog"]},
-            "model.num_gaussians": {"int": [1, 4], "when": {"model.mixer": "ssog"}},
+            "model.ssog.num_gaussians": {"int": [1, 4], "when": {"model.mixer": "ssog"}},
             "train.lr": {"loguniform": [1.0e-3, 1.0e-2]},
         },
         search={"algorithm": "tpe", "num_samples": 3, "seeds": [0, 1], "max_concurrent_trials": 2},
@@ -98,7 +100,7 @@ def test_tpe_study_replicates_seeds_and_keeps_the_optuna_history(tmp_path):
     assert sorted(by_point.values()) == [2, 2, 2]  # three sampled points, each with seeds 0 and 1
     for run in runs:
         if run.data.params["model.mixer"] == "attention":
-            assert run.data.params["model.num_gaussians"] == "4"  # inactive: the base value
+            assert run.data.params["model.ssog.num_gaussians"] == "4"  # inactive: the base value
     [db] = list((tmp_path / "results" / "tpe-tiny").glob("*/optuna.db"))
     with sqlite3.connect(db) as con:
         states = [row[0] for row in con.execute("select state from trials")]

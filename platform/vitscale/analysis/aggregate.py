@@ -16,9 +16,8 @@ import numpy as np
 import pyarrow as pa
 from scipy import stats
 
-from vitscale.analysis.fields import FIELDS, SEED_COLUMNS, as_float, mixer_order, regime_order
+from vitscale.analysis.fields import SEED_COLUMNS, as_float, descriptive_fields, mixer_order, regime_order
 
-DESCRIPTIVE = tuple(f for f in FIELDS if f != "seed") + ("series",)
 COUNT_COLUMNS = ("n_runs", "n_used", "n_failed", "n_stopped_early", "n_killed", "n_other", "n_did_not_train")
 
 
@@ -70,7 +69,7 @@ def aggregate_replicates(
 
     order = _ordered(table, groups)
     first = [next((i for i in groups[k] if used[i]), groups[k][0]) for k in order]
-    descriptive = [c for c in DESCRIPTIVE if c in table.column_names]
+    descriptive = [c for c in (*descriptive_fields(), "series") if c in table.column_names]
     descriptive += [c for c in param_columns if c not in SEED_COLUMNS and c not in descriptive]
     if "tokens" not in metrics and "tokens" in table.column_names:
         descriptive.append("tokens")

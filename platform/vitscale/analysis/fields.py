@@ -1,7 +1,10 @@
-"""Normalised analysis fields (mixer, regime, width, ...) over the two param namespaces.
+"""Normalised analysis fields (mixer, regime, width, ... and every mixer's settings) over the params.
 
-Training trials say `model.mixer`, benchmark configurations `bench.mixer`; every later step reads
-the plain names added here so it need not know which kind of study it is looking at.
+Training trials and benchmark configurations log their model the same way (`model.*`), so each
+column here has one source (resolution: `data.resolution` for trials, `model.image_size` for
+benchmarks, which have no data set). Mixer settings come from the registry: every field of a
+registered mixer's settings becomes a column `<mixer>.<field>` (`ssog.num_gaussians`), filled on
+that mixer's rows only, so a new mixer's settings reach every table with no edit here.
 """
 
 from __future__ import annotations
@@ -10,20 +13,40 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from vitscale.models.registry import MIXERS
+
 FIELDS: dict[str, tuple[str, ...]] = {
-    "mixer": ("model.mixer", "bench.mixer"),
-    "regime": ("model.regime", "bench.regime"),
-    "width": ("model.width", "bench.width"),
-    "depth": ("model.depth", "bench.depth"),
-    "resolution": ("data.resolution", "bench.resolution", "model.image_size"),
-    "patch_size": ("model.patch_size", "bench.patch_size"),
-    "backend": ("model.attention_backend", "bench.attention_backend"),
-    "num_gaussians": ("model.num_gaussians", "bench.num_gaussians"),
+    "mixer": ("model.mixer",),
+    "regime": ("model.regime",),
+    "width": ("model.width",),
+    "depth": ("model.depth",),
+    "resolution": ("data.resolution", "model.image_size"),
+    "patch_size": ("model.patch_size",),
     "seed": ("train.seed", "bench.seed", "seed"),
 }
 SEED_COLUMNS = ("train.seed", "bench.seed", "seed", "bench.repeat")
 BASELINE = "attention"
 CANDIDATE = "ssog"
+
+
+def setting_fields() -> dict[str, tuple[str, str]]:
+    """`<mixer>.<field>` -> (mixer, its param column), for every registered mixer's settings."""
+    return {
+        f"{mixer}.{field}": (mixer, f"model.{mixer}.{field}")
+        for mixer, model in MIXERS.settings().items()
+        for field in model.model_fields
+    }
+
+
+def descriptive_fields() -> tuple[str, ...]:
+    """The normalised columns a configuration is described by (no seed)."""
+    return (*(f for f in FIELDS if f != "seed"), "backend", *setting_fields())
+
+
+def identity_sources() -> set[str]:
+    """Param columns that name a curve (mixer, regime, resolution, mixer settings), not a split of it."""
+    out = {src for f in ("mixer", "regime", "resolution") for src in FIELDS[f]}
+    return out | {column for _, column in setting_fields().values()}
 
 
 def first_present(table: pa.Table, names: tuple[str, ...]) -> pa.ChunkedArray | None:
@@ -34,7 +57,7 @@ def first_present(table: pa.Table, names: tuple[str, ...]) -> pa.ChunkedArray | 
 
 
 def with_fields(table: pa.Table) -> pa.Table:
-    """Append `mixer, regime, width, ..., tokens, series, used` columns (missing sources -> nulls)."""
+    """Append `mixer, regime, width, ..., <mixer>.<setting>, tokens, series, used` (missing -> nulls)."""
     n = table.num_rows
     out = table
     for name, sources in FIELDS.items():
@@ -42,6 +65,18 @@ def with_fields(table: pa.Table) -> pa.Table:
         if name in out.column_names:
             continue
         out = out.append_column(name, col if col is not None else pa.nulls(n, pa.string()))
+    mixers = out.column("mixer").to_pylist()
+    for name, (mixer, source) in setting_fields().items():
+        if name in out.column_names:
+            continue
+        values = table.column(source).to_pylist() if source in table.column_names else [None] * n
+        own = [v if m == mixer else None for m, v in zip(mixers, values, strict=True)]
+        out = out.append_column(name, pa.array(own) if any(v is not None for v in own) else pa.nulls(n))
+    if "backend" not in out.column_names:  # attention's backend: its curves' line style and label
+        source = f"{BASELINE}.backend"
+        out = out.append_column(
+            "backend", out.column(source) if source in out.column_names else pa.nulls(n, pa.string())
+        )
     if "tokens" not in out.column_names:
         out = out.append_column("tokens", _tokens(out))
     out = out.append_column("series", pa.array(series_labels(out), pa.string()))
@@ -60,22 +95,26 @@ def _tokens(table: pa.Table) -> pa.Array:
 
 
 def series_labels(table: pa.Table) -> list[str]:
-    """One curve per label: `attention/sdpa`, `attention/math`, `ssog` (`ssog/K8` if K varies)."""
+    """One curve per label: `attention/sdpa`, `attention/math`, `ssog`; a mixer setting that varies
+    among a mixer's rows is appended (`ssog/num_gaussians=8`)."""
     mixers = table.column("mixer").to_pylist()
     backends = table.column("backend").to_pylist()
-    ks = table.column("num_gaussians").to_pylist()
-    by_mixer_backends: dict[str, set] = {}
-    by_mixer_k: dict[str, set] = {}
-    for m, b, k in zip(mixers, backends, ks, strict=True):
-        by_mixer_backends.setdefault(m, set()).add(b)
-        by_mixer_k.setdefault(m, set()).add(k)
+    settings = {
+        name: table.column(name).to_pylist() for name in setting_fields() if name in table.column_names
+    }
+    varying: dict[str, list[str]] = {}
+    for name, values in settings.items():
+        mixer = name.split(".", 1)[0]
+        if len({repr(v) for m, v in zip(mixers, values, strict=True) if m == mixer}) > 1:
+            varying.setdefault(mixer, []).append(name)
     labels = []
-    for m, b, k in zip(mixers, backends, ks, strict=True):
+    for i, (m, b) in enumerate(zip(mixers, backends, strict=True)):
         label = str(m)
         if m == BASELINE and b is not None:
             label += f"/{b}"
-        elif m != BASELINE and len(by_mixer_k[m]) > 1 and k is not None:
-            label += f"/K{k}"
+        for name in varying.get(m, []):
+            if name != f"{BASELINE}.backend":
+                label += f"/{name.split('.', 1)[1]}={settings[name][i]}"
         labels.append(label)
     return labels
 

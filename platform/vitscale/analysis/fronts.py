@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from vitscale.analysis.aggregate import COUNT_COLUMNS, DESCRIPTIVE
-from vitscale.analysis.fields import FIELDS, SEED_COLUMNS, as_float
+from vitscale.analysis.aggregate import COUNT_COLUMNS
+from vitscale.analysis.fields import SEED_COLUMNS, as_float, descriptive_fields, identity_sources
 from vitscale.analysis.pareto import pareto_indices
 
 TRAIN_FRONTS = (("params", "val_top1"), ("flops_per_image", "val_top1"), ("nfe_mean", "val_top1"))
@@ -26,7 +26,6 @@ BENCH_FRONTS = (
     ("resolution", "peak_memory_mb", [("peak_memory_mb", "min")]),
     ("peak_memory_mb", "images_per_second", [("images_per_second", "max"), ("peak_memory_mb", "min")]),
 )
-_IDENTITY = {src for f in ("mixer", "regime", "resolution", "backend", "num_gaussians") for src in FIELDS[f]}
 
 
 @dataclass
@@ -47,7 +46,7 @@ def setting_columns(agg: pa.Table, param_columns: list[str]) -> list[str]:
     """Params that vary across a benchmark apart from mixer/regime/resolution/backend: they split curves."""
     out = []
     for c in param_columns:
-        if c in _IDENTITY or c in SEED_COLUMNS or c not in agg.column_names:
+        if c in identity_sources() or c in SEED_COLUMNS or c not in agg.column_names:
             continue
         if len(set(agg.column(c).to_pylist())) > 1:
             out.append(c)
@@ -111,7 +110,7 @@ def _sorted(table: pa.Table, by: list[str]) -> pa.Table:
 
 def front_csv_columns(front: Front, table: pa.Table, param_columns: list[str]) -> list[str]:
     """What a front CSV holds: identity, the two axes' statistics, counts, run ids, then the config."""
-    cols = [c for c in (*DESCRIPTIVE, "setting") if c in table.column_names]
+    cols = [c for c in (*descriptive_fields(), "series", "setting") if c in table.column_names]
     for metric in dict.fromkeys([front.x, front.y]):
         cols += [
             f"{metric}_{s}" for s in ("mean", "std", "ci95", "n") if f"{metric}_{s}" in table.column_names

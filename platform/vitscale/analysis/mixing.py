@@ -18,27 +18,22 @@ from vitscale.models.config import ModelConfig
 from vitscale.models.measure import mixing_flops
 from vitscale.models.registry import MIXERS
 
-# ModelConfig field -> the param columns that may hold it (training trials, benchmark configurations)
-SOURCES = {
-    "mixer": ("model.mixer", "bench.mixer"),
-    "width": ("model.width", "bench.width"),
-    "heads": ("model.heads", "bench.heads"),
-    "num_gaussians": ("model.num_gaussians", "bench.num_gaussians"),
-    "ssog_offsets": ("model.ssog_offsets", "bench.ssog_offsets"),
-    "attention_backend": ("model.attention_backend", "bench.attention_backend"),
-    "patch_size": ("model.patch_size", "bench.patch_size"),
-    "image_size": ("data.resolution", "bench.resolution", "model.image_size"),
-}
-
 
 def _config(row: dict) -> ModelConfig | None:
-    values = {}
-    for name, cols in SOURCES.items():
-        value = next((row[c] for c in cols if row.get(c) is not None), None)
-        if value is not None:
-            values[name] = value
+    """The model of a row from its `model.*` params (every section included), built at its resolution."""
+    values: dict = {}
+    for column, value in row.items():
+        if column.startswith("model.") and value is not None:
+            *parents, leaf = column.split(".")[1:]
+            target = values
+            for part in parents:
+                target = target.setdefault(part, {})
+            target[leaf] = value
+    if row.get("data.resolution") is not None:
+        values["image_size"] = row["data.resolution"]
     if "mixer" not in values or "image_size" not in values:
         return None
+    values = {k: v for k, v in values.items() if k in ModelConfig.all_fields()}  # old or foreign params
     try:
         return ModelConfig.model_validate(values)
     except ValidationError:

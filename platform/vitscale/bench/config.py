@@ -6,31 +6,48 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from vitscale.models.config import OdeConfig
+from vitscale.models.config import ModelConfig
+from vitscale.models.registry import moved_keys
+
+# The model a sweep measures unless `benchmark.model` says otherwise: ViT-Ti/16, CIFAR-100 head, and
+# rk4 with step 1 for the ode regime: a fixed grid, so every mixer does the same 4·depth function
+# evaluations whatever its weights and dtype (an adaptive solver's NFE depends on both).
+BENCH_MODEL = {
+    "width": 192,
+    "depth": 12,
+    "heads": 3,
+    "patch_size": 16,
+    "num_classes": 100,
+    "image_size": 224,
+    "ode": {"solver": "rk4", "step_size": 1.0},
+}
+
+
+def _merge(base: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in given.items():
+        out[key] = (
+            {**out[key], **value} if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        )
+    return out
 
 
 class BenchmarkConfig(BaseModel):
-    """A sweep over mixers x regimes x resolutions (x attention backends) at one model size."""
+    """A sweep over mixers x regimes x resolutions (x attention backends) of one `model`."""
 
     model_config = ConfigDict(extra="forbid")
 
+    model: ModelConfig = Field(
+        default_factory=lambda: ModelConfig.model_validate(BENCH_MODEL),
+        description="the model measured (any ModelConfig field and mixer/regime section); mixer, "
+        "regime and image_size are set per configuration. Unset fields: ViT-Ti/16, 100 classes, "
+        "ode solver rk4 with step 1",
+    )
     mixers: list[str] = Field(["attention", "ssog"], min_length=1, description="token mixers to compare")
     regimes: list[str] = Field(["discrete", "looped", "ode"], min_length=1)
     resolutions: list[int] = Field([224, 384, 512, 768, 1024], min_length=1, description="image sides")
-    width: int = Field(192, ge=1)
-    depth: int = Field(12, ge=1)
-    heads: int = Field(3, ge=1)
-    patch_size: int = Field(16, ge=1)
-    num_gaussians: int = Field(4, ge=1, description="SSoG: Gaussians per head and axis")
-    num_classes: int = Field(100, ge=2)
-    ode: OdeConfig = Field(
-        default_factory=lambda: OdeConfig(solver="rk4", step_size=1.0),
-        description="solver of the ode regime; default rk4 with step 1: a fixed grid, so every mixer "
-        "does the same 4·depth function evaluations whatever its weights and dtype (an adaptive "
-        "solver's NFE depends on both; it is recorded beside the throughput)",
-    )
     batch_size: int = Field(8, ge=1, description="matched across mixers")
     mode: Literal["inference", "train"] = Field(
         "inference", description="inference: eval + inference_mode; train: forward + backward + step"
@@ -51,6 +68,23 @@ class BenchmarkConfig(BaseModel):
         None, ge=1, description="CPU intra-op threads (torch.set_num_threads); default: torch's choice"
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        """Model fields given at the top level (the old layout) name their new key."""
+        if isinstance(data, dict):
+            moved = moved_keys()
+            for key in data:
+                if key not in cls.model_fields and (key in ModelConfig.all_fields() or key in moved):
+                    raise ValueError(f"{key}: moved to benchmark.model.{moved.get(key, key)}")
+        return data
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _bench_defaults(cls, value: Any) -> Any:
+        """A partial `model:` keeps the benchmark's defaults for the fields it leaves out."""
+        return _merge(BENCH_MODEL, value) if isinstance(value, dict) else value
+
     @model_validator(mode="after")
     def _check(self) -> BenchmarkConfig:
         from vitscale.models.registry import MIXERS, REGIMES
@@ -65,12 +99,18 @@ class BenchmarkConfig(BaseModel):
                 raise ValueError(f"{field}: a value is repeated")
         if len(set(self.resolutions)) < len(self.resolutions):
             raise ValueError("resolutions: a value is repeated")
-        if self.width % self.heads:
-            raise ValueError(f"heads: {self.heads} does not divide width {self.width}")
-        bad = [r for r in self.resolutions if r % self.patch_size]
+        bad = [r for r in self.resolutions if r % self.model.patch_size]
         if bad:
-            raise ValueError(f"resolutions: {bad} not divisible by patch_size {self.patch_size}")
+            raise ValueError(f"resolutions: {bad} not divisible by patch_size {self.model.patch_size}")
         return self
+
+    def model_for(self, point: dict[str, Any]) -> ModelConfig:
+        """The ModelConfig of one configuration: `model` with its mixer, regime, resolution (and backend)."""
+        data = self.model.model_dump()
+        data.update(mixer=point["mixer"], regime=point["regime"], image_size=int(point["resolution"]))
+        if point.get("attention_backend"):
+            data["attention"] = {**data.get("attention", {}), "backend": point["attention_backend"]}
+        return ModelConfig.model_validate(data)
 
     def configurations(self) -> list[dict[str, Any]]:
         """One dict per measured configuration: mixer, regime, resolution, attention_backend.

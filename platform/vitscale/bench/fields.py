@@ -1,10 +1,10 @@
 """A configuration's MLflow params and a record's metrics, in the layout `vitscale analyze` reads.
 
 Written by both paths — `vitscale bench --tracking-uri` and benchmark studies on Ray — so a
-store holds the same keys whichever wrote it (see vitscale.tracking.layout). Every param but
-mixer/regime/resolution/attention_backend/seed is constant within a sweep: the analysis splits
-curves by any other param that varies, so nothing here may depend on the configuration
-(the ODE solver is logged for every regime, not only for `ode`).
+store holds the same keys whichever wrote it (see vitscale.tracking.layout). The model is logged
+as training trials log theirs (`model.*`, every section included), so the analysis reads one set
+of names. Every param but model.mixer/regime/image_size/attention.backend and the seed is
+constant within a sweep: the analysis splits curves by any other param that varies.
 """
 
 from __future__ import annotations
@@ -15,33 +15,23 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from vitscale.bench.records import series
+from vitscale.bench.records import flat_model, series
 from vitscale.tracking.layout import BENCH_METRICS
 
 EXTRA_METRICS = ("baseline_memory_mb", "cpu_ms")
 
 
 def bench_params(config, point: Mapping[str, Any], seed: int | None = None) -> dict[str, Any]:
-    """`bench.*` params of one configuration (attention_backend None for other mixers)."""
+    """MLflow params of one configuration: the model as every trial logs it (`model.*`, from the
+    config and the registered settings), plus what only a benchmark has (`bench.*`)."""
     return {
-        "bench.mixer": point["mixer"],
-        "bench.regime": point["regime"],
-        "bench.resolution": int(point["resolution"]),
-        "bench.attention_backend": point.get("attention_backend") if point["mixer"] == "attention" else None,
+        **flat_model(config.model_for(point)),
         "bench.batch_size": config.batch_size,
         "bench.mode": config.mode,
         "bench.dtype": config.dtype,
         "bench.device": config.device,
         "bench.compile": config.compile,
         "bench.compile_mode": config.compile_mode,
-        "bench.width": config.width,
-        "bench.depth": config.depth,
-        "bench.heads": config.heads,
-        "bench.patch_size": config.patch_size,
-        "bench.num_gaussians": config.num_gaussians,
-        "bench.num_classes": config.num_classes,
-        "bench.ode_solver": config.ode.solver,
-        "bench.ode_step_size": config.ode.step_size,
         "bench.warmup": config.warmup,
         "bench.repeats": config.repeats,
         "bench.threads": config.threads,

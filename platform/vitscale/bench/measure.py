@@ -42,19 +42,7 @@ def resolve_device(name: str) -> str:
 
 def model_config(config, point: Mapping[str, Any]) -> ModelConfig:
     """The ModelConfig of one configuration, built at the measured resolution."""
-    return ModelConfig(
-        mixer=point["mixer"],
-        regime=point["regime"],
-        width=config.width,
-        depth=config.depth,
-        heads=config.heads,
-        patch_size=config.patch_size,
-        num_gaussians=config.num_gaussians,
-        num_classes=config.num_classes,
-        image_size=int(point["resolution"]),
-        attention_backend=point.get("attention_backend") or "sdpa",
-        ode=config.ode,
-    )
+    return config.model_for(point)
 
 
 def effective_warmup(config) -> int:
@@ -174,8 +162,8 @@ def _prepare(record, config, point, dev, build_model, count_flops: bool = True):
     record["params"] = count_params(model)
     gen = torch.Generator().manual_seed(config.seed)
     side = int(point["resolution"])
-    images = torch.randn(config.batch_size, 3, side, side, generator=gen).to(dev)
-    labels = torch.randint(0, config.num_classes, (config.batch_size,), generator=gen).to(dev)
+    images = torch.randn(config.batch_size, config.model.in_chans, side, side, generator=gen).to(dev)
+    labels = torch.randint(0, config.model.num_classes, (config.batch_size,), generator=gen).to(dev)
     if count_flops:
         model.eval()
         with torch.inference_mode(), precision(dev, config.dtype), flop_counter() as counter:

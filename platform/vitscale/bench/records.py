@@ -1,6 +1,8 @@
 """One benchmark record per measured configuration: its fields, Arrow schema and Parquet file.
 
-A record is a flat dict, so `--json`, Parquet, MLflow and the table all read the same thing.
+A record is a flat dict, so `--json`, Parquet, MLflow and the table all read the same thing: the
+benchmark's own fields (SCHEMA) and the measured model as `model.*` columns (`model.width`,
+`model.ssog.num_gaussians`, ...), one per ModelConfig leaf and registered settings field.
 Missing values are None (JSON null, Parquet null): an `oom` record has no throughput, a
 non-ODE model no NFE.
 
@@ -51,12 +53,6 @@ SCHEMA = pa.schema(
         ("nfe", pa.int64()),  # ODE: vector-field evaluations per forward; null otherwise
         ("status", pa.string()),  # ok | oom | error
         ("error", pa.string()),
-        ("width", pa.int64()),
-        ("depth", pa.int64()),
-        ("heads", pa.int64()),
-        ("patch_size", pa.int64()),
-        ("num_gaussians", pa.int64()),
-        ("ode_solver", pa.string()),
         ("seed", pa.int64()),
         ("warmup", pa.int64()),
         ("repeats", pa.int64()),
@@ -65,30 +61,50 @@ SCHEMA = pa.schema(
         ("timing", pa.string()),  # sequential | interleaved (round-robin with its cell, see measure)
     ]
 )
-FIELDS = tuple(SCHEMA.names)
+ARROW_TYPES = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string()}
+
+
+def model_columns() -> dict[str, pa.DataType]:
+    """`model.<path>` -> Arrow type for every leaf of ModelConfig and of every registered settings
+    section: a record carries the model it measured, as trials log it to MLflow."""
+    from vitscale.models.config import ModelConfig
+    from vitscale.validation import unwrap_optional
+
+    return {
+        f"model.{path}": ARROW_TYPES.get(unwrap_optional(info.annotation), pa.string())
+        for path, info in ModelConfig.leaves()
+    }
+
+
+def schema() -> pa.Schema:
+    """SCHEMA plus the model columns of the mixers and regimes registered now."""
+    return pa.schema([*SCHEMA, *model_columns().items()])
+
+
+def fields() -> tuple[str, ...]:
+    return tuple(schema().names)
+
+
+FIELDS = tuple(SCHEMA.names)  # the benchmark's own columns; `fields()` adds the model's
 
 
 def blank_record(config, point: Mapping[str, Any], device: str) -> dict[str, Any]:
     """The record of `point` (mixer, regime, resolution, attention_backend) before measuring."""
-    record: dict[str, Any] = dict.fromkeys(FIELDS)
+    model = config.model_for(point)
+    record: dict[str, Any] = dict.fromkeys(fields())
+    record.update(flat_model(model))
     record.update(
         mixer=point["mixer"],
         regime=point["regime"],
         resolution=int(point["resolution"]),
         attention_backend=point.get("attention_backend") if point["mixer"] == "attention" else None,
-        tokens=(int(point["resolution"]) // config.patch_size) ** 2,
+        tokens=model.grid[0] * model.grid[1],
         batch_size=config.batch_size,
         mode=config.mode,
         dtype=config.dtype,
         device=device,
         compile=config.compile,
         compile_mode=config.compile_mode if config.compile else None,
-        width=config.width,
-        depth=config.depth,
-        heads=config.heads,
-        patch_size=config.patch_size,
-        num_gaussians=config.num_gaussians,
-        ode_solver=config.ode.solver if point["regime"] == "ode" else None,
         seed=config.seed,
         warmup=config.warmup,
         repeats=config.repeats,
@@ -97,6 +113,21 @@ def blank_record(config, point: Mapping[str, Any], device: str) -> dict[str, Any
         latencies_ms=None,
     )
     return record
+
+
+def flat_model(model) -> dict[str, Any]:
+    """A ModelConfig as `model.<dotted path>` values (the MLflow params of a trial's model)."""
+    out: dict[str, Any] = {}
+
+    def walk(data: dict[str, Any], prefix: str) -> None:
+        for key, value in data.items():
+            if isinstance(value, dict):
+                walk(value, f"{prefix}{key}.")
+            else:
+                out[f"{prefix}{key}"] = value
+
+    walk(model.model_dump(mode="json"), "model.")
+    return out
 
 
 def series(record: Mapping[str, Any]) -> str:
@@ -110,9 +141,10 @@ def _clean(value: Any) -> Any:
 
 
 def to_table(records: Iterable[Mapping[str, Any]], metadata: Mapping[str, str] | None = None) -> pa.Table:
-    """Records -> an Arrow table with exactly SCHEMA (unknown keys dropped, missing ones null)."""
-    rows = [{f: _clean(r.get(f)) for f in FIELDS} for r in records]
-    table = pa.Table.from_pylist(rows, schema=SCHEMA)
+    """Records -> an Arrow table with exactly `schema()` (unknown keys dropped, missing ones null)."""
+    full = schema()
+    rows = [{f: _clean(r.get(f)) for f in full.names} for r in records]
+    table = pa.Table.from_pylist(rows, schema=full)
     if metadata:
         table = table.replace_schema_metadata({k.encode(): v.encode() for k, v in metadata.items()})
     return table

@@ -1,7 +1,9 @@
 """`vitscale bench`: throughput, latency, peak memory and FLOPs of mixers versus resolution.
 
 Flags left out keep the BenchmarkConfig defaults (or those of `--study FILE`'s `benchmark:`
-block); list flags take commas (`--resolutions 224,384`). Every value is validated by
+block); list flags take commas (`--resolutions 224,384`). The model flags are the ones every
+command shares (`--width`, `--ssog-num-gaussians`, `--ode-solver`, ...), generated from ModelConfig;
+mixer, regime and attention backend are swept by `--mixers`, `--regimes`, `--attention-backends`. Every value is validated by
 BenchmarkConfig, so a bad one is one line naming the field, exit 2.
 """
 
@@ -15,6 +17,7 @@ import typer
 from rich.console import Console
 
 from vitscale.cli.app import app
+from vitscale.cli.model_cmd import model_config, model_options
 from vitscale.errors import UserError
 
 
@@ -41,19 +44,13 @@ def _base(study: Path | None) -> dict[str, Any]:
 
 
 @app.command("bench")
+@model_options(exclude=("mixer", "regime", "attention.backend"))
 def bench_command(
+    model_overrides: dict,
     mixers: str | None = typer.Option(None, "--mixers", help="comma list, e.g. attention,ssog"),
     regimes: str | None = typer.Option(None, "--regimes", help="comma list of discrete,looped,ode"),
     resolutions: str | None = typer.Option(None, "--resolutions", help="comma list of image sides"),
-    width: int | None = typer.Option(None, "--width"),
-    depth: int | None = typer.Option(None, "--depth"),
-    heads: int | None = typer.Option(None, "--heads"),
-    patch_size: int | None = typer.Option(None, "--patch-size"),
     batch_size: int | None = typer.Option(None, "--batch-size", help="matched across mixers"),
-    num_gaussians: int | None = typer.Option(
-        None, "--num-gaussians", help="SSoG: Gaussians per head and axis"
-    ),
-    num_classes: int | None = typer.Option(None, "--num-classes"),
     mode: str | None = typer.Option(None, "--mode", help="inference | train (forward+backward+AdamW step)"),
     dtype: str | None = typer.Option(None, "--dtype", help="float32 | bfloat16 (autocast)"),
     device: str | None = typer.Option(None, "--device", help="cpu | cuda | auto"),
@@ -68,10 +65,6 @@ def bench_command(
     repeats: int | None = typer.Option(None, "--repeats", help="timed iterations (median reported)"),
     seed: int | None = typer.Option(None, "--seed"),
     threads: int | None = typer.Option(None, "--threads", help="CPU intra-op threads"),
-    ode_solver: str | None = typer.Option(None, "--ode-solver", help="default rk4 (fixed grid, step 1)"),
-    ode_step_size: float | None = typer.Option(None, "--ode-step-size"),
-    ode_rtol: float | None = typer.Option(None, "--ode-rtol"),
-    ode_atol: float | None = typer.Option(None, "--ode-atol"),
     interleave: bool | None = typer.Option(
         None,
         "--interleave/--sequential",
@@ -89,19 +82,13 @@ def bench_command(
     name: str | None = typer.Option(None, "--name", help="study name in MLflow (default bench-<timestamp>)"),
 ) -> None:
     """Measure images/s, latency, peak memory, FLOPs and NFE per mixer x regime x resolution."""
-    from vitscale.bench.config import BenchmarkConfig
+    from vitscale.bench.config import BENCH_MODEL, BenchmarkConfig
 
     given = {
         "mixers": _split("--mixers", mixers),
         "regimes": _split("--regimes", regimes),
         "resolutions": _split("--resolutions", resolutions, int),
-        "width": width,
-        "depth": depth,
-        "heads": heads,
-        "patch_size": patch_size,
         "batch_size": batch_size,
-        "num_gaussians": num_gaussians,
-        "num_classes": num_classes,
         "mode": mode,
         "dtype": dtype,
         "device": device,
@@ -114,10 +101,8 @@ def bench_command(
         "threads": threads,
     }
     data = {**_base(study), **{k: v for k, v in given.items() if v is not None}}
-    ode = {"solver": ode_solver, "step_size": ode_step_size, "rtol": ode_rtol, "atol": ode_atol}
-    if any(v is not None for v in ode.values()):
-        base_ode = data.get("ode") or BenchmarkConfig().ode.model_dump()
-        data["ode"] = {**base_ode, **{k: v for k, v in ode.items() if v is not None}}
+    if model_overrides:  # the model flags, on top of the study's model (or the benchmark defaults)
+        data["model"] = model_config(model_overrides, base=data.get("model") or BENCH_MODEL).model_dump()
     config = BenchmarkConfig.model_validate(data)
     run(
         config,

@@ -7,17 +7,20 @@ Reuse the flags with the `model_options` decorator (e.g. in `vitscale train`):
     def train(model_overrides: dict, epochs: int = 10) -> None:
         config = model_config(model_overrides, base=spec_model_dict)
 
-The command receives only the flags the user gave, nested like ModelConfig
-(`{"width": 192, "ode": {"rtol": 1e-4}}`); validation errors name the field.
+The flags are generated from ModelConfig and the settings every registered mixer and regime
+declares (`--ssog-num-gaussians`, `--attention-backend`, `--ode-rtol`), descriptions included,
+when the CLI is built. The command receives only the flags the user gave, nested like
+ModelConfig (`{"width": 192, "ode": {"rtol": 1e-4}}`); validation errors name the field.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import torch
 import typer
@@ -26,77 +29,56 @@ from rich.table import Table
 
 from vitscale.cli.app import model_app
 from vitscale.models import ModelConfig, build, count_params, flops_per_image, lipschitz_bound
-from vitscale.models.mixers.ssog import SSoG
+from vitscale.models.measure import has_lipschitz_bound, mixing_flops
+from vitscale.models.registry import MIXERS, REGIMES
+from vitscale.validation import unwrap_optional
+
+NOT_FLAGS = ("image_size",)  # set by --resolution / the data set
+FLAG_TYPES = (bool, int, float, str)
 
 
 @dataclass(frozen=True)
 class ModelFlag:
-    """One command-line flag that sets one ModelConfig field (dotted path)."""
+    """One command-line flag that sets one ModelConfig field (dotted path), derived from the config."""
 
     field: str
     type: Any
     decls: tuple[str, ...]
     help: str
+    default: Any = None
 
     @property
     def param(self) -> str:
         return "model_" + self.field.replace(".", "_")
 
 
-MODEL_FLAGS: tuple[ModelFlag, ...] = (
-    ModelFlag("mixer", str, ("--mixer",), "token mixer: attention | ssog"),
-    ModelFlag("regime", str, ("--regime",), "block stacking: discrete | looped | ode"),
-    ModelFlag("width", int, ("--width",), "embedding dimension"),
-    ModelFlag("depth", int, ("--depth",), "blocks (discrete), applications (looped), default t_end (ode)"),
-    ModelFlag("heads", int, ("--heads",), "heads (must divide width)"),
-    ModelFlag("patch_size", int, ("--patch-size",), "patch side in pixels"),
-    ModelFlag("num_classes", int, ("--num-classes",), "classes of the head"),
-    ModelFlag("in_chans", int, ("--in-chans",), "image channels"),
-    ModelFlag("mlp_ratio", float, ("--mlp-ratio",), "MLP hidden width / width"),
-    ModelFlag("num_gaussians", int, ("--num-gaussians",), "SSoG: Gaussians per head and axis"),
-    ModelFlag("ssog_offsets", bool, ("--ssog-offsets/--no-ssog-offsets",), "SSoG: learn centre offsets"),
-    ModelFlag(
-        "pos_embed", bool, ("--pos-embed/--no-pos-embed",), "learned position embedding (default: mixer's)"
-    ),
-    ModelFlag("attention_backend", str, ("--attention-backend",), "attention: sdpa | math"),
-    ModelFlag(
-        "layer_scale", float, ("--layer-scale",), "LayerScale initial gain; 0 = off (default: regime's)"
-    ),
-    ModelFlag("qk_norm", bool, ("--qk-norm/--no-qk-norm",), "attention: QK-norm (default: regime's)"),
-    ModelFlag(
-        "ode.solver", str, ("--ode-solver",), "dopri5 | bosh3 | adaptive_heun | rk4 | midpoint | euler"
-    ),
-    ModelFlag("ode.rtol", float, ("--ode-rtol",), "relative tolerance (adaptive solvers)"),
-    ModelFlag("ode.atol", float, ("--ode-atol",), "absolute tolerance (adaptive solvers)"),
-    ModelFlag("ode.step_size", float, ("--ode-step-size",), "step of fixed-grid solvers (default 1)"),
-    ModelFlag("ode.t_end", float, ("--ode-t-end",), "integrate over [0, t_end] (default: depth)"),
-    ModelFlag(
-        "ode.adjoint", bool, ("--ode-adjoint/--no-ode-adjoint",), "backpropagate with the adjoint method"
-    ),
-    ModelFlag(
-        "ode.max_num_steps", int, ("--ode-max-num-steps",), "adaptive solvers give up after this many steps"
-    ),
-    ModelFlag(
-        "ode.field_fp32",
-        bool,
-        ("--ode-field-fp32/--no-ode-field-fp32",),
-        "adaptive solvers: field in float32 under autocast",
-    ),
-)
+def _flag(path: str, info: Any) -> ModelFlag | None:
+    """The flag of one leaf field: its type, `--path-with-dashes` (bools: --x/--no-x), its description."""
+    ann = unwrap_optional(info.annotation)
+    choices = get_args(ann) if get_origin(ann) is Literal else None
+    kind = str if choices else ann
+    if kind not in FLAG_TYPES:
+        return None  # lists, nested types: set them in a study file
+    name = "--" + path.replace(".", "-").replace("_", "-")
+    decls = (f"{name}/--no-{name[2:]}",) if kind is bool else (name,)
+    text = info.description or path.rsplit(".", 1)[-1].replace("_", " ")
+    if path in ("mixer", "regime"):  # registered names, including plugins registered later
+        choices = tuple(sorted(MIXERS if path == "mixer" else REGIMES))
+    if choices:
+        text += f" ({' | '.join(map(str, choices))})"
+    if path.count(".") == 1 and path.split(".")[0] in MIXERS:
+        text = f"{path.split('.')[0]}: {text}"
+    return ModelFlag(path, kind, decls, text, info.get_default(call_default_factory=True))
 
 
-def _default(field: str) -> Any:
-    """The ModelConfig default of a dotted field (None where it is computed)."""
-    model: Any = ModelConfig
-    *parents, leaf = field.split(".")
-    for part in parents:
-        model = model.model_fields[part].annotation
-    return model.model_fields[leaf].default
+def model_flags(exclude: Iterable[str] = ()) -> tuple[ModelFlag, ...]:
+    """Every flag ModelConfig's fields (and the registered sections' fields) give, in declaration order."""
+    flags = (_flag(path, info) for path, info in ModelConfig.leaves() if path not in (*NOT_FLAGS, *exclude))
+    return tuple(f for f in flags if f is not None)
 
 
 def _flag_parameter(flag: ModelFlag) -> inspect.Parameter:
-    default = _default(flag.field)
-    shown = f" (default: {default})" if default is not None else ""
+    shown = f" (default: {flag.default})" if flag.default is not None else ""
     option = typer.Option(*flag.decls, help=flag.help + shown, rich_help_panel="Model")
     return inspect.Parameter(
         flag.param,
@@ -106,30 +88,47 @@ def _flag_parameter(flag: ModelFlag) -> inspect.Parameter:
     )
 
 
-def model_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Add every model flag to a Typer command; it receives `model_overrides: dict` instead."""
-    signature = inspect.signature(func, eval_str=True)
-    own = [p for name, p in signature.parameters.items() if name != "model_overrides"]
-    flags = [_flag_parameter(f) for f in MODEL_FLAGS]
-    params = sorted(own, key=lambda p: p.kind != inspect.Parameter.POSITIONAL_OR_KEYWORD) + flags
-    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params]
+class _ModelCommand:
+    """A Typer callback whose model flags are derived when the CLI is built, not at import: a mixer
+    registered later (a plugin, a test) gets its flags too."""
 
-    def command(**kwargs: Any) -> Any:
+    def __init__(self, func: Callable[..., Any], exclude: tuple[str, ...]) -> None:
+        self.func, self.exclude = func, exclude
+        self.__name__, self.__doc__ = func.__name__, func.__doc__
+        self.__module__ = func.__module__
+        signature = inspect.signature(func, eval_str=True)
+        own = [p for name, p in signature.parameters.items() if name != "model_overrides"]
+        own = sorted(own, key=lambda p: p.kind != inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        self._own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        return inspect.Signature(self._own + [_flag_parameter(f) for f in model_flags(self.exclude)])
+
+    @property
+    def __annotations__(self) -> dict[str, Any]:  # typing.get_type_hints reads these
+        return {p.name: p.annotation for p in self.__signature__.parameters.values()}
+
+    def __call__(self, **kwargs: Any) -> Any:
         overrides: dict[str, Any] = {}
-        for flag in MODEL_FLAGS:
-            value = kwargs.pop(flag.param)
+        for flag in model_flags(self.exclude):
+            value = kwargs.pop(flag.param, None)
             if value is not None:
                 *parents, leaf = flag.field.split(".")
                 target = overrides
                 for part in parents:
                     target = target.setdefault(part, {})
                 target[leaf] = value
-        return func(model_overrides=overrides, **kwargs)
+        return self.func(model_overrides=overrides, **kwargs)
 
-    command.__name__, command.__doc__ = func.__name__, func.__doc__
-    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    command.__annotations__ = {p.name: p.annotation for p in params}
-    return command
+
+def model_options(func: Callable[..., Any] | None = None, *, exclude: Iterable[str] = ()) -> Any:
+    """Add every model flag to a Typer command; it receives `model_overrides: dict` instead.
+
+    `@model_options` or `@model_options(exclude=("mixer",))` (fields a command sets itself)."""
+    if func is None:
+        return lambda f: _ModelCommand(f, tuple(exclude))
+    return _ModelCommand(func, tuple(exclude))
 
 
 def model_config(overrides: dict[str, Any], base: dict[str, Any] | None = None) -> ModelConfig:
@@ -141,21 +140,24 @@ def model_config(overrides: dict[str, Any], base: dict[str, Any] | None = None) 
 
 
 def describe_model(config: ModelConfig) -> tuple[dict[str, Any], int | None]:
-    """({tokens, params, flops_per_image, lipschitz_bound (ssog; else None), no_weight_decay
-    (parameter names AdamW leaves undecayed), config}, ODE NFE).
+    """({tokens, params, flops_per_image, mixing_flops (one mixer, one image), lipschitz_bound
+    (mixers with a closed form; else None), no_weight_decay (parameter names AdamW leaves
+    undecayed), config}, ODE NFE).
 
     Weights are initialised with seed 0 (the bound and an adaptive ODE's FLOPs depend on
-    them); FLOPs of non-ODE models are counted on the meta device.
+    them); FLOPs of non-ODE models and mixing FLOPs are counted on the meta device.
     """
     torch.manual_seed(0)
     model = build(config)
-    has_bound = any(isinstance(m, SSoG) for m in model.modules())
     flops = flops_per_image(model if config.regime == "ode" else config)
+    with torch.device("meta"):
+        mixer = MIXERS[config.mixer](config)
     return {
         "tokens": config.grid[0] * config.grid[1],
         "params": count_params(model),
         "flops_per_image": flops,
-        "lipschitz_bound": lipschitz_bound(model) if has_bound else None,
+        "mixing_flops": mixing_flops(mixer, config.grid),
+        "lipschitz_bound": lipschitz_bound(model) if has_lipschitz_bound(model) else None,
         "no_weight_decay": sorted(model.no_weight_decay()),
         "config": config.model_dump(mode="json"),
     }, model.last_nfe
@@ -171,7 +173,7 @@ def info(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON list instead of a table")] = False,
 ) -> None:
-    """Tokens, parameters, forward FLOPs per image and (SSoG) the mixing Lipschitz bound."""
+    """Tokens, parameters, forward FLOPs per image, mixing FLOPs and the mixing Lipschitz bound."""
     described = [
         describe_model(model_config({**model_overrides, "image_size": r})) for r in resolution or [224]
     ]
@@ -182,12 +184,14 @@ def info(
     cfg = ModelConfig.model_validate(rows[0]["config"])
     title = f"{cfg.mixer} x {cfg.regime}: width {cfg.width}, depth {cfg.depth}, heads {cfg.heads}, patch {cfg.patch_size}"
     table = Table(title=title)
-    for column in ("resolution", "tokens", "params", "GFLOPs/image", "lipschitz_bound"):
+    columns = ("resolution", "tokens", "params", "GFLOPs/image", "mixing MFLOPs", "lipschitz_bound")
+    for column in columns:
         table.add_column(column, justify="right")
     for row, n in described:
-        bound = "-" if row["lipschitz_bound"] is None else f"{row['lipschitz_bound']:.4g}"
+        bound = "n/a" if row["lipschitz_bound"] is None else f"{row['lipschitz_bound']:.4g}"
         gflops = f"{row['flops_per_image'] / 1e9:.3f}" + (f" ({n} NFE)" if n is not None else "")
+        mixing = f"{row['mixing_flops'] / 1e6:.2f}"
         table.add_row(
-            str(row["config"]["image_size"]), str(row["tokens"]), f"{row['params']:,}", gflops, bound
+            str(row["config"]["image_size"]), str(row["tokens"]), f"{row['params']:,}", gflops, mixing, bound
         )
-    Console().print(table)
+    Console(width=None if sys.stdout.isatty() else 160).print(table)

@@ -6,7 +6,7 @@
 """
 
 from vitscale.errors import SolverError
-from vitscale.models.config import ModelConfig, OdeConfig
+from vitscale.models.config import ModelConfig
 from vitscale.models.measure import (
     count_params,
     flops_per_image,
@@ -14,7 +14,7 @@ from vitscale.models.measure import (
     mixing_flops,
     ode_flops_split,
 )
-from vitscale.models.regimes.ode import solver_errors
+from vitscale.models.regimes.ode import OdeConfig, solver_errors
 from vitscale.models.registry import MIXERS, REGIMES
 from vitscale.models.vit import Block, VisionTransformer, build
 

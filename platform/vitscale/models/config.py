@@ -1,56 +1,54 @@
 """`ModelConfig`: the architecture of one model (mixer x regime x size).
 
-Reused verbatim by the study spec (`trial.model`), so every field here is searchable.
+Reused verbatim by the study spec (`trial.model`), benchmarks (`benchmark.model`), the CLI and
+MLflow (`model.*` params), so every field here is searchable. The core fields are the ViT's;
+each registered mixer or regime that declares a settings model owns the section of its name
+(`model.ssog.num_gaussians`, `model.attention.backend`, `model.ode.rtol`; see
+`vitscale.models.registry`). A config always holds every section, filled with defaults; only
+the active mixer's and regime's are read when building.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_core import InitErrorDetails
 
-ODE_SOLVERS = ("dopri5", "bosh3", "adaptive_heun", "rk4", "midpoint", "euler")
-FIXED_GRID_SOLVERS = ("rk4", "midpoint", "euler")
+from vitscale.models import registry
 
 
-class OdeConfig(BaseModel):
-    """Settings passed straight through to torchdiffeq.odeint."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    solver: Literal["dopri5", "bosh3", "adaptive_heun", "rk4", "midpoint", "euler"] = "dopri5"
-    rtol: float = Field(1e-3, gt=0, description="relative tolerance (adaptive solvers)")
-    atol: float = Field(1e-4, gt=0, description="absolute tolerance (adaptive solvers)")
-    step_size: float | None = Field(
-        None, gt=0, description="step of fixed-grid solvers; default 1.0 (one step per unit time)"
+def _error(err: dict[str, Any], prefix: tuple = ()) -> InitErrorDetails:
+    return InitErrorDetails(
+        type=err["type"], loc=(*prefix, *err["loc"]), input=err.get("input"), ctx=err.get("ctx") or {}
     )
-    t_end: float | None = Field(None, gt=0, description="integrate over [0, t_end]; default: depth")
-    adjoint: bool = Field(False, description="backpropagate with the adjoint method (O(1) memory)")
-    max_num_steps: int = Field(1000, ge=1, description="adaptive solvers give up after this many steps")
-    field_fp32: bool = Field(
-        True,
-        description="adaptive solvers evaluate the vector field in float32 even under bf16 autocast "
-        "(their error estimate reads it; bf16 rounding would inflate NFE)",
-    )
+
+
+def _schema_sections(schema: dict[str, Any], cls: type) -> None:
+    """JSON Schema (editors, `vitscale spec schema`): one object per registered settings section."""
+    schema["additionalProperties"] = False
+    for name, (kind, model) in registry.sections().items():
+        sub = model.model_json_schema()
+        sub["description"] = f"settings of the {name} {kind}"
+        schema.setdefault("properties", {})[name] = sub
 
 
 class ModelConfig(BaseModel):
     """One ViT: patch embedding, `depth` blocks of (mixer, MLP) stacked by `regime`, a head."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="allow", json_schema_extra=_schema_sections)
 
-    mixer: str = Field("attention", description="token mixer: attention | ssog (see vitscale.models.MIXERS)")
-    regime: str = Field("discrete", description="block stacking: discrete | looped | ode")
+    mixer: str = Field("attention", description="token mixer, a registered name (vitscale.models.MIXERS)")
+    regime: str = Field("discrete", description="block stacking, a registered name (vitscale.models.REGIMES)")
     width: int = Field(64, ge=1, description="embedding dimension")
     depth: int = Field(4, ge=1, description="blocks (discrete), applications (looped), default t_end (ode)")
-    heads: int = Field(4, ge=1)
-    mlp_ratio: float = Field(4.0, gt=0)
-    patch_size: int = Field(4, ge=1)
-    in_chans: int = Field(3, ge=1, description="set from the data set in a trial")
-    num_classes: int = Field(10, ge=2, description="set from the data set in a trial")
+    heads: int = Field(4, ge=1, description="heads (must divide width)")
+    mlp_ratio: float = Field(4.0, gt=0, description="MLP hidden width / width")
+    patch_size: int = Field(4, ge=1, description="patch side in pixels")
+    in_chans: int = Field(3, ge=1, description="image channels; set from the data set in a trial")
+    num_classes: int = Field(10, ge=2, description="classes of the head; set from the data set in a trial")
     image_size: int = Field(32, ge=1, description="build resolution; set from data.resolution in a trial")
-    num_gaussians: int = Field(4, ge=1, description="SSoG: Gaussians per head and axis")
-    ssog_offsets: bool = Field(True, description="SSoG: learn Gaussian centre offsets")
     pos_embed: bool | None = Field(
         None,
         description="learned absolute position embedding; default: the mixer's choice "
@@ -62,24 +60,49 @@ class ModelConfig(BaseModel):
         description="LayerScale (CaiT): initial value of a learned per-channel gain on each residual "
         "branch; 0 = off; default: the regime's choice (discrete: off, the standard ViT; looped, ode: on)",
     )
-    qk_norm: bool | None = Field(
-        None,
-        description="attention: LayerNorm on queries and keys per head; "
-        "default: the regime's choice (discrete: off; looped, ode: on)",
-    )
-    attention_backend: Literal["sdpa", "math"] = Field(
-        "sdpa", description="attention: fused F.scaled_dot_product_attention or explicit N x N weights"
-    )
-    ode: OdeConfig = Field(default_factory=OdeConfig)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _sections(cls, data: Any, handler: Any) -> ModelConfig:
+        """Validate the core fields, then each registered section with its own settings model."""
+        if not isinstance(data, dict):
+            return handler(data)
+        sections, moved = registry.sections(), registry.moved_keys()
+        errors: list[InitErrorDetails] = []
+        for key in data:
+            if key in moved:
+                message = f"moved to model.{moved[key]} (settings live in their mixer's or regime's section)"
+                errors.append(_error({"type": "value_error", "loc": (key,), "input": data[key],
+                                      "ctx": {"error": ValueError(message)}}))  # fmt: skip
+            elif key not in cls.model_fields and key not in sections:
+                errors.append(_error({"type": "extra_forbidden", "loc": (key,), "input": data[key]}))
+        values = {}
+        for name, (_, model) in sections.items():
+            raw = data.get(name)
+            try:
+                values[name] = raw if isinstance(raw, model) else model.model_validate(raw or {})
+            except ValidationError as exc:
+                errors += [_error(e, (name,)) for e in exc.errors()]
+        core = {k: v for k, v in data.items() if k in cls.model_fields}
+        try:
+            config = handler(core)
+        except ValidationError as exc:
+            if not errors:
+                raise
+            errors = [_error(e) for e in exc.errors()] + errors
+        if errors:
+            raise ValidationError.from_exception_data(cls.__name__, errors)
+        config.__pydantic_extra__.update(values)
+        return config
 
     @model_validator(mode="after")
     def _check_shapes(self) -> ModelConfig:
-        from vitscale.models.registry import MIXERS, REGIMES
-
-        if self.mixer not in MIXERS:
-            raise ValueError(f"mixer: unknown mixer {self.mixer!r}; choose one of {sorted(MIXERS)}")
-        if self.regime not in REGIMES:
-            raise ValueError(f"regime: unknown regime {self.regime!r}; choose one of {sorted(REGIMES)}")
+        if self.mixer not in registry.MIXERS:
+            raise ValueError(f"mixer: unknown mixer {self.mixer!r}; choose one of {sorted(registry.MIXERS)}")
+        if self.regime not in registry.REGIMES:
+            raise ValueError(
+                f"regime: unknown regime {self.regime!r}; choose one of {sorted(registry.REGIMES)}"
+            )
         if self.width % self.heads:
             raise ValueError(f"heads: {self.heads} does not divide width {self.width}")
         if self.image_size % self.patch_size:
@@ -88,20 +111,54 @@ class ModelConfig(BaseModel):
             )
         return self
 
+    @classmethod
+    def all_fields(cls) -> dict[str, FieldInfo]:
+        """Core fields and one section field per registered settings model (what paths and flags walk)."""
+        fields = dict(cls.model_fields)
+        for name, (kind, model) in registry.sections().items():
+            fields[name] = FieldInfo(annotation=model, default_factory=model, description=f"{name} {kind}")
+        return fields
+
+    @classmethod
+    def leaves(cls) -> list[tuple[str, FieldInfo]]:
+        """(dotted path, field) of every leaf, sections included: what flags, records and params list."""
+        out: list[tuple[str, FieldInfo]] = []
+        for name, info in cls.all_fields().items():
+            if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
+                out += [(f"{name}.{sub}", field) for sub, field in info.annotation.model_fields.items()]
+            else:
+                out.append((name, info))
+        return out
+
+    def settings(self, name: str) -> BaseModel | None:
+        """The settings of mixer or regime `name` (defaults where the section was never set)."""
+        extra = self.__pydantic_extra__ or {}
+        if name in extra:
+            return extra[name]
+        section = registry.sections().get(name)
+        return section[1]() if section else None
+
+    @property
+    def mixer_settings(self) -> Any:
+        """The active mixer's settings (None when it declares none)."""
+        return self.settings(self.mixer)
+
+    @property
+    def regime_settings(self) -> Any:
+        """The active regime's settings (None when it declares none)."""
+        return self.settings(self.regime)
+
+    def __getattr__(self, name: str) -> Any:
+        section = registry.sections().get(name) if not name.startswith("_") else None
+        if section is not None:
+            return self.settings(name)
+        return super().__getattr__(name)
+
     @property
     def resolved_layer_scale(self) -> float:
         """LayerScale's initial value as built (0.0 = off)."""
-        from vitscale.models.registry import REGIMES
-
-        value = self.layer_scale if self.layer_scale is not None else REGIMES[self.regime].default_layer_scale
-        return float(value)
-
-    @property
-    def resolved_qk_norm(self) -> bool:
-        """Whether attention normalises queries and keys, as built."""
-        from vitscale.models.registry import REGIMES
-
-        return bool(self.qk_norm if self.qk_norm is not None else REGIMES[self.regime].default_qk_norm)
+        regime = registry.REGIMES[self.regime]
+        return float(self.layer_scale if self.layer_scale is not None else regime.default_layer_scale)
 
     @property
     def grid(self) -> tuple[int, int]:

@@ -1,4 +1,4 @@
-"""What a model costs and how smooth its SSoG mixers are: params, FLOPs, Lipschitz bounds.
+"""What a model costs and how smooth its mixers are: params, FLOPs, Lipschitz bounds.
 
 FLOPs are counted by torch.utils.flop_counter.FlopCounterMode on a real forward (matmul
 family only: the convention of ViT FLOP tables; one multiply-add = 2 FLOPs). On CPU,
@@ -11,11 +11,10 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import Tensor, nn
+from torch import nn
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
 from vitscale.models.config import ModelConfig
-from vitscale.models.mixers.ssog import SSoG
 from vitscale.models.vit import VisionTransformer, build
 
 aten = torch.ops.aten
@@ -35,11 +34,18 @@ SDPA_FORMULAS = {
     aten._scaled_dot_product_flash_attention_for_cpu: _cpu_sdpa,
     aten._scaled_dot_product_flash_attention_for_cpu_backward: _cpu_sdpa_backward,
 }
+# Ops FlopCounterMode does not know, with their counts; a mixer file adds its own (FFTs).
+FLOP_FORMULAS: dict = dict(SDPA_FORMULAS)
+
+
+def register_flops(op, formula) -> None:
+    """Count `op` (an aten overload) with `formula(*shapes, out_shape=..., **kw) -> int`."""
+    FLOP_FORMULAS[op] = formula
 
 
 def flop_counter() -> FlopCounterMode:
-    """A silent FlopCounterMode that also counts CPU SDPA; use it for any FLOP count."""
-    return FlopCounterMode(display=False, depth=None, custom_mapping=SDPA_FORMULAS)
+    """A silent FlopCounterMode that also counts CPU SDPA and registered ops; use it for any count."""
+    return FlopCounterMode(display=False, depth=None, custom_mapping=FLOP_FORMULAS)
 
 
 def count_params(model: nn.Module) -> int:
@@ -115,51 +121,33 @@ def mixing_flops(mixer: nn.Module, grid_hw: tuple[int, int], prefix_tokens: int 
     return int(counts.get(root, 0) - projections)
 
 
-def _spectral_norm(matrices: Tensor) -> Tensor:
-    return torch.linalg.matrix_norm(matrices.double(), ord=2)
+def _bounded(module: nn.Module) -> list[nn.Module]:
+    """The mixers in `module` (or itself) that state a Lipschitz bound (`lipschitz_bound` method)."""
+    if not isinstance(module, VisionTransformer) and callable(getattr(module, "lipschitz_bound", None)):
+        return [module]
+    return [m for m in module.modules() if m is not module and callable(getattr(m, "lipschitz_bound", None))]
 
 
-@torch.no_grad()
-def ssog_head_norm_bounds(mixer: SSoG, grid_hw: tuple[int, int], prefix_tokens: int = 1) -> Tensor:
-    """Per head, an upper bound of ||M_h||_2, the token operator (prefix rows included).
-
-    Grid part: D_h = sum_k w_hk A_rows[h,k] ⊗ A_cols[h,k], and ||A ⊗ B|| = ||A||·||B||, so
-    ||D_h|| <= sum_k |w_hk|·||A_rows[h,k]||·||A_cols[h,k]|| (triangle inequality; exact
-    for K = 1). Each of the P prefix rows is the grid mean of the mixed values,
-    (1/N)·1^T D_h z, and (1^T y)^2 <= N·||y||^2 (Cauchy-Schwarz), so
-    ||M_h z||^2 = ||D_h z||^2 + P·(1^T D_h z / N)^2 <= (1 + P/N)·||D_h z||^2.
-    """
-    rows, cols = mixer.kernels(grid_hw)
-    grid = mixer.mix.abs().double() * _spectral_norm(rows) * _spectral_norm(cols)  # (heads, K)
-    n = grid_hw[0] * grid_hw[1]
-    return grid.sum(-1) * math.sqrt(1 + prefix_tokens / n)
-
-
-@torch.no_grad()
-def _ssog_bound(mixer: SSoG, grid_hw: tuple[int, int], prefix_tokens: int) -> float:
-    """||W_out||·max_h ||M_h||·||W_v||: the value projection acts on every token alike
-    (I ⊗ W_v), mixing acts per channel with its head's M_h (norm: max over heads), the
-    output projection again per token; norms of a composition multiply, biases add
-    constants. The kernels do not depend on x, so this bounds the mixer itself."""
-    heads = ssog_head_norm_bounds(mixer, grid_hw, prefix_tokens)
-    w_v, w_out = _spectral_norm(mixer.v.weight), _spectral_norm(mixer.out.weight)
-    return float(w_out * heads.max() * w_v)
+def has_lipschitz_bound(module: nn.Module) -> bool:
+    """Whether `module` is, or holds, a mixer with a closed-form Lipschitz bound."""
+    return bool(_bounded(module))
 
 
 def lipschitz_bound(
     module: nn.Module, grid_hw: tuple[int, int] | None = None, prefix_tokens: int | None = None
 ) -> float:
-    """Upper bound of the Lipschitz constant (l2 over all tokens and channels) of SSoG mixing.
+    """Upper bound of the Lipschitz constant (l2 over all tokens and channels) of token mixing.
 
-    `module` is an SSoG mixer, or a model holding some (the max over its mixers is
-    returned). grid_hw defaults to the build grid, prefix_tokens to the model's (1: cls).
-    Raises TypeError when there is no SSoG mixer (attention has no such bound).
+    `module` is a mixer that states one (`lipschitz_bound(grid_hw, prefix_tokens)`: SSoG, and the
+    linear mixers, whose operator norm is exact), or a model holding some (the max over its mixers
+    is returned). grid_hw defaults to the build grid, prefix_tokens to the model's (1: cls).
+    Raises TypeError when there is none (attention: no closed form).
     """
-    mixers = [module] if isinstance(module, SSoG) else [m for m in module.modules() if isinstance(m, SSoG)]
+    mixers = _bounded(module)
     if not mixers:
-        raise TypeError(f"{type(module).__name__} holds no SSoG mixer; only SSoG has a Lipschitz bound")
-    grid_hw = grid_hw or getattr(module, "build_grid", None) or mixers[0].build_grid
+        raise TypeError(f"{type(module).__name__} holds no mixer with a Lipschitz bound")
+    grid_hw = grid_hw or getattr(module, "build_grid", None) or getattr(mixers[0], "build_grid", None)
     if prefix_tokens is None:
         prefix_tokens = getattr(module, "num_prefix_tokens", 1)
-    bound = max(_ssog_bound(m, tuple(grid_hw), prefix_tokens) for m in mixers)
+    bound = max(float(m.lipschitz_bound(tuple(grid_hw), prefix_tokens)) for m in mixers)
     return bound if math.isfinite(bound) else float("inf")

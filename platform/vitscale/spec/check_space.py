@@ -23,13 +23,17 @@ from vitscale.spec.space import SpaceCycle, TooManyPoints, effective, expand, or
 
 CHECK_LIMIT = 20_000
 
-# Fields used by one mixer or regime only: (path, field that must have the value, value).
-GUARDS = (
-    ("model.num_gaussians", "model.mixer", "ssog"),
-    ("model.ssog_offsets", "model.mixer", "ssog"),
-    ("model.attention_backend", "model.mixer", "attention"),
-    ("model.ode", "model.regime", "ode"),
-)
+
+def guards() -> tuple[tuple[str, str, str], ...]:
+    """Sections used by one mixer or regime only: (path, field that must have the value, value).
+
+    Read from the registry: every mixer or regime that declares settings owns `model.<name>`.
+    """
+    from vitscale.models.registry import sections
+
+    return tuple((f"model.{name}", f"model.{kind}", name) for name, (kind, _) in sections().items())
+
+
 # (divisor field, dividend field, message)
 SHAPES = (
     ("model.heads", "model.width", "heads {a} does not divide width {b}"),
@@ -152,7 +156,7 @@ def check_against_trial(
                 Problem(_join(prefix, key), f"never active: its when: {_show(param.when)} never holds")
             )
             continue
-        for guarded, field, value in GUARDS:
+        for guarded, field, value in guards():
             if not any(p == guarded or p.startswith(guarded + ".") for p in set_paths(key, param)):
                 continue
             if providers(unknown, field):

@@ -48,14 +48,26 @@ class Node:
         return "categorical"
 
 
-@functools.cache
+def fields_of(model: type[BaseModel]) -> dict[str, FieldInfo]:
+    """A config's fields, with the sections registered mixers and regimes own (`ModelConfig.all_fields`)."""
+    all_fields = getattr(model, "all_fields", None)
+    return all_fields() if callable(all_fields) else model.model_fields
+
+
 def lookup(path: str, root: type[BaseModel] = TrialConfig) -> Node | None:
     """The node a dotted path names below `root`, or None when no such field exists."""
+    from vitscale.models.registry import sections
+
+    return _lookup(path, root, tuple(sections()))  # registrations change what exists
+
+
+@functools.cache
+def _lookup(path: str, root: type[BaseModel], _sections: tuple[str, ...]) -> Node | None:
     model, info = root, None
     for part in path.split("."):
-        if model is None or part not in model.model_fields:
+        if model is None or part not in fields_of(model):
             return None
-        info = model.model_fields[part]
+        info = fields_of(model)[part]
         ann = unwrap_optional(info.annotation)
         model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
     if model is not None:
@@ -66,7 +78,7 @@ def lookup(path: str, root: type[BaseModel] = TrialConfig) -> Node | None:
 def leaf_paths(root: type[BaseModel] = TrialConfig, prefix: str = "") -> list[str]:
     """Every leaf path below `root`, in declaration order."""
     out = []
-    for name, info in root.model_fields.items():
+    for name, info in fields_of(root).items():
         ann = unwrap_optional(info.annotation)
         path = f"{prefix}{name}"
         if isinstance(ann, type) and issubclass(ann, BaseModel):
@@ -77,13 +89,24 @@ def leaf_paths(root: type[BaseModel] = TrialConfig, prefix: str = "") -> list[st
 
 
 def suggest(path: str) -> str:
-    """' (did you mean model.width?)' for a misspelt path, else ''."""
+    """' (did you mean model.width?)' for a misspelt path, ' (moved to ...)' for an old one, else ''."""
+    from vitscale.models.registry import moved_keys
+
+    section, _, key = path.rpartition(".")
+    if section in ("model", "trial.model", "benchmark.model") and key in moved_keys():
+        return f" (moved to {section}.{moved_keys()[key]})"
     close = difflib.get_close_matches(path, leaf_paths(), n=1, cutoff=0.75)
     return f" (did you mean {close[0]}?)" if close else ""
 
 
-@functools.cache
 def _adapter(path: str) -> TypeAdapter:
+    from vitscale.models.registry import sections
+
+    return _adapter_for(path, tuple(sections()))
+
+
+@functools.cache
+def _adapter_for(path: str, _sections: tuple[str, ...]) -> TypeAdapter:
     info = lookup(path).info
     if not info.metadata:
         return TypeAdapter(info.annotation)

@@ -4,7 +4,7 @@ Two backends with the same weights: `sdpa` (F.scaled_dot_product_attention, the 
 kernel a fair baseline must use) and `math` (the N x N weights materialised, so the
 quadratic memory and FLOPs are visible and the weights can be inspected).
 Parameters match timm's `Attention` (qkv with bias, proj), so ViT-Ti/S/B built with this
-mixer have the standard parameter counts. Optional QK-norm (`model.qk_norm`; Dehghani et
+mixer have the standard parameter counts. Optional QK-norm (`model.attention.qk_norm`; Dehghani et
 al. 2023, ViT-22B; timm's `qk_norm`): a LayerNorm over each head's queries and keys bounds
 the attention logits, which otherwise sharpen fast when one block is applied many times
 (looped and ODE regimes); it adds 4·head_dim parameters per mixer.
@@ -12,15 +12,42 @@ the attention logits, which otherwise sharpen fast when one block is applied man
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, ClassVar, Literal
+
 import torch
 import torch.nn.functional as F
+from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
-from vitscale.models.config import ModelConfig
-from vitscale.models.registry import register_mixer
+from vitscale.models.registry import REGIMES, register_mixer
+
+if TYPE_CHECKING:
+    from vitscale.models.config import ModelConfig
 
 
-@register_mixer("attention")
+class AttentionSettings(BaseModel):
+    """`model.attention`: how attention is computed, and its optional stabiliser."""
+
+    model_config = ConfigDict(extra="forbid")
+    moved_from: ClassVar[dict[str, str]] = {"attention_backend": "backend", "qk_norm": "qk_norm"}
+
+    backend: Literal["sdpa", "math"] = Field(
+        "sdpa", description="fused F.scaled_dot_product_attention or explicit N x N weights"
+    )
+    qk_norm: bool | None = Field(
+        None,
+        description="LayerNorm on queries and keys per head; default: the regime's choice "
+        "(discrete: off; looped, ode: on)",
+    )
+
+
+def resolved_qk_norm(config: ModelConfig, settings: BaseModel | None = None) -> bool:
+    """Whether attention normalises queries and keys, as built: unset = the regime's default."""
+    value = (settings or config.settings("attention")).qk_norm
+    return bool(value if value is not None else REGIMES[config.regime].default_qk_norm)
+
+
+@register_mixer("attention", settings=AttentionSettings)
 class Attention(nn.Module):
     """Multi-head self-attention over all tokens (prefix tokens included)."""
 
@@ -31,9 +58,9 @@ class Attention(nn.Module):
         self.heads = config.heads
         self.head_dim = config.width // config.heads
         self.scale = self.head_dim**-0.5
-        self.backend = config.attention_backend
+        self.backend = config.settings("attention").backend
         self.qkv = nn.Linear(config.width, 3 * config.width)
-        qk_norm = config.resolved_qk_norm
+        qk_norm = resolved_qk_norm(config)
         self.q_norm = nn.LayerNorm(self.head_dim, eps=1e-6) if qk_norm else nn.Identity()
         self.k_norm = nn.LayerNorm(self.head_dim, eps=1e-6) if qk_norm else nn.Identity()
         self.proj = nn.Linear(config.width, config.width)

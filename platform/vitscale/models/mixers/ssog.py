@@ -45,12 +45,16 @@ FLOPs per image: 2·K·N·(H + W)·C.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
+from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
-from vitscale.models.config import ModelConfig
 from vitscale.models.registry import register_mixer
+
+if TYPE_CHECKING:
+    from vitscale.models.config import ModelConfig
 
 SIGMA_RANGE = (0.03, 0.6)  # initial widths, as fractions of the image side
 
@@ -68,7 +72,17 @@ def gaussian_kernels(length: int, log_sigma: Tensor, offset: Tensor | None) -> T
     return torch.softmax(-0.5 * centred.square() * inv_var, dim=-1)
 
 
-@register_mixer("ssog")
+class SSoGSettings(BaseModel):
+    """`model.ssog`: the size and freedom of each head's Gaussian mixture."""
+
+    model_config = ConfigDict(extra="forbid")
+    moved_from: ClassVar[dict[str, str]] = {"num_gaussians": "num_gaussians", "ssog_offsets": "offsets"}
+
+    num_gaussians: int = Field(4, ge=1, description="Gaussians per head and axis")
+    offsets: bool = Field(True, description="learn Gaussian centre offsets")
+
+
+@register_mixer("ssog", settings=SSoGSettings)
 class SSoG(nn.Module):
     """Separable sum-of-Gaussians mixer; see the module docstring for the operator."""
 
@@ -78,7 +92,8 @@ class SSoG(nn.Module):
         super().__init__()
         self.heads = config.heads
         self.head_dim = config.width // config.heads
-        self.num_gaussians = k = config.num_gaussians
+        settings = config.settings("ssog")
+        self.num_gaussians = k = settings.num_gaussians
         self.build_grid = config.grid
         self.v = nn.Linear(config.width, config.width)
         self.out = nn.Linear(config.width, config.width)
@@ -86,7 +101,7 @@ class SSoG(nn.Module):
         sigmas = torch.logspace(math.log10(SIGMA_RANGE[0]), math.log10(SIGMA_RANGE[1]), self.heads * k)
         log_sigma = sigmas.log().reshape(k, self.heads).t()  # (heads, K)
         self.log_sigma = nn.Parameter(log_sigma.repeat(2, 1, 1))  # (axis: rows, cols; heads; K)
-        self.offset = nn.Parameter(torch.zeros(2, self.heads, k)) if config.ssog_offsets else None
+        self.offset = nn.Parameter(torch.zeros(2, self.heads, k)) if settings.offsets else None
         self.mix = nn.Parameter(torch.full((self.heads, k), 1.0 / k))  # w[h, k]
         self._operand_cache: tuple | None = None  # (key, (rows, cols)); see _cached_operands
         self._cache_open = False  # set by kernel_cache_scope (one model forward)
@@ -152,6 +167,29 @@ class SSoG(nn.Module):
         pooled = y.view(heads, n, b, d).mean(1).transpose(0, 1).reshape(b, 1, c)
         mixed[:, :p] = pooled.expand(b, p, c)
         return self.out(mixed)
+
+    @torch.no_grad()
+    def head_norm_bounds(self, grid_hw: tuple[int, int], prefix_tokens: int = 1) -> Tensor:
+        """Per head, an upper bound of ||M_h||_2, the token operator (prefix rows included).
+
+        Grid part: ||D_h|| <= sum_k |w_hk|·||A_rows[h,k]||·||A_cols[h,k]|| (||A ⊗ B|| = ||A||·||B||
+        and the triangle inequality; exact for K = 1). Each of the P prefix rows is the grid mean
+        of the mixed values, and (1^T y)^2 <= N·||y||^2, so ||M_h z||^2 <= (1 + P/N)·||D_h z||^2.
+        """
+        rows, cols = self.kernels(grid_hw)
+        norm = torch.linalg.matrix_norm
+        grid = self.mix.abs().double() * norm(rows.double(), ord=2) * norm(cols.double(), ord=2)
+        return grid.sum(-1) * math.sqrt(1 + prefix_tokens / (grid_hw[0] * grid_hw[1]))
+
+    @torch.no_grad()
+    def lipschitz_bound(self, grid_hw: tuple[int, int], prefix_tokens: int = 1) -> float:
+        """||W_out||·max_h ||M_h||·||W_v||: projections act per token, mixing per channel with its
+        head's M_h; norms of a composition multiply, biases add constants. The kernels do not
+        depend on x, so this bounds the mixer itself."""
+        heads = self.head_norm_bounds(grid_hw, prefix_tokens)
+        w_v = torch.linalg.matrix_norm(self.v.weight.double(), ord=2)
+        w_out = torch.linalg.matrix_norm(self.out.weight.double(), ord=2)
+        return float(w_out * heads.max() * w_v)
 
     def extra_repr(self) -> str:
         return f"heads={self.heads}, num_gaussians={self.num_gaussians}, offsets={self.offset is not None}"

@@ -23,17 +23,43 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
+from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 from torchdiffeq import odeint, odeint_adjoint
 
 from vitscale.errors import SolverError, TrialDiverged
-from vitscale.models.config import FIXED_GRID_SOLVERS, ModelConfig, OdeConfig
 from vitscale.models.registry import register_regime
 
+if TYPE_CHECKING:
+    from vitscale.models.config import ModelConfig
+
 SOLVER_FAILURES = ("underflow in dt", "max_num_steps exceeded")
+ODE_SOLVERS = ("dopri5", "bosh3", "adaptive_heun", "rk4", "midpoint", "euler")
+FIXED_GRID_SOLVERS = ("rk4", "midpoint", "euler")
+
+
+class OdeConfig(BaseModel):
+    """`model.ode`: settings passed straight through to torchdiffeq.odeint."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    solver: Literal["dopri5", "bosh3", "adaptive_heun", "rk4", "midpoint", "euler"] = "dopri5"
+    rtol: float = Field(1e-3, gt=0, description="relative tolerance (adaptive solvers)")
+    atol: float = Field(1e-4, gt=0, description="absolute tolerance (adaptive solvers)")
+    step_size: float | None = Field(
+        None, gt=0, description="step of fixed-grid solvers; default 1.0 (one step per unit time)"
+    )
+    t_end: float | None = Field(None, gt=0, description="integrate over [0, t_end]; default: depth")
+    adjoint: bool = Field(False, description="backpropagate with the adjoint method (O(1) memory)")
+    max_num_steps: int = Field(1000, ge=1, description="adaptive solvers give up after this many steps")
+    field_fp32: bool = Field(
+        True,
+        description="adaptive solvers evaluate the vector field in float32 even under bf16 autocast "
+        "(their error estimate reads it; bf16 rounding would inflate NFE)",
+    )
 
 
 def describe(settings: OdeConfig, t_end: float) -> str:
@@ -72,7 +98,7 @@ def solver_errors(settings: OdeConfig, t_end: float) -> Iterator[None]:
         ) from exc
 
 
-@register_regime("ode")
+@register_regime("ode", settings=OdeConfig)
 class NeuralOde(nn.Module):
     """x(t_end) of dx/dt = block.residual(x), x(0) = tokens."""
 
@@ -82,8 +108,8 @@ class NeuralOde(nn.Module):
     def __init__(self, config: ModelConfig, make_block: Callable[[], nn.Module]) -> None:
         super().__init__()
         self.block = make_block()
-        self.settings = config.ode
-        self.t_end = float(config.ode.t_end if config.ode.t_end is not None else config.depth)
+        self.settings: OdeConfig = config.settings("ode")
+        self.t_end = float(self.settings.t_end if self.settings.t_end is not None else config.depth)
         self.last_nfe: int | None = None
         self.nfe_count = 0  # every field evaluation so far, adjoint backward solves included
 
