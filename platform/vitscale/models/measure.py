@@ -39,7 +39,7 @@ FLOP_FORMULAS: dict = dict(SDPA_FORMULAS)
 
 
 def register_flops(op, formula) -> None:
-    """Count `op` (an aten overload) with `formula(*shapes, out_shape=..., **kw) -> int`."""
+    """Count `op` (an aten overload packet, e.g. torch.ops.aten.avg_pool2d) with `formula(*shapes, out_shape=..., **kw) -> int`."""
     FLOP_FORMULAS[op] = formula
 
 
@@ -105,10 +105,12 @@ def mixing_flops(mixer: nn.Module, grid_hw: tuple[int, int], prefix_tokens: int 
     This is the part that scales with the grid (attention: QK^T and AV, ~N^2; SSoG: the
     separable kernels, ~N^1.5), for one image of `grid_hw` tokens plus prefix tokens.
     """
-    param = next(mixer.parameters())
+    param = next(mixer.parameters(), None)  # parameter-free mixers: counted on the meta device
+    device, dtype = (param.device, param.dtype) if param is not None else ("meta", torch.float32)
     tokens = prefix_tokens + grid_hw[0] * grid_hw[1]
-    width = next(m for m in mixer.modules() if isinstance(m, nn.Linear)).in_features
-    x = torch.randn(1, tokens, width, device=param.device, dtype=param.dtype)
+    linear = next((m for m in mixer.modules() if isinstance(m, nn.Linear)), None)
+    width = linear.in_features if linear is not None else mixer.width  # mixers without one state it
+    x = torch.randn(1, tokens, width, device=device, dtype=dtype)
     with torch.no_grad(), flop_counter() as counter:
         mixer(x, grid_hw)
     counts = {name: sum(ops.values()) for name, ops in counter.get_flop_counts().items()}
