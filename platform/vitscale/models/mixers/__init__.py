@@ -9,4 +9,4 @@ The mixer contract (what `vit.Block` and `measure` rely on):
 A new mixer is one file here plus one import line below.
 """
 
-from vitscale.models.mixers import attention, axial, linear, pooling, ssog  # noqa: F401
+from vitscale.models.mixers import attention, axial, fourier, linear, pooling, ssog  # noqa: F401
