@@ -8,12 +8,14 @@ STAMP  := $(VENV)/.stamp-setup
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+# Every version from constraints.txt, the set the tests pass with (extras: EXTRAS=dev,dashboard,wandb).
+EXTRAS ?= dev
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# torch first, pinned: a bare `torch` requirement would pull a multi-GB CUDA build.
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -c constraints.txt torch==2.13.0
+	$(BIN)/pip install -q -c constraints.txt -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 # The mission's question on this machine: every mixer x regime cell trained over 2 seeds (a

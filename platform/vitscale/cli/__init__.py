@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from vitscale.cli import (  # noqa: F401
     analyze_cmd,
     bench_cmd,
+    dashboard_cmd,
     data_cmd,
     model_cmd,
     run_cmd,

@@ -52,6 +52,14 @@ def run(
     num_cpus: CpusOption = None,
     allow_autoscale: AutoscaleOption = False,
     quiet: Annotated[bool, typer.Option(help="hide Ray Tune's status table")] = False,
+    continue_: Annotated[
+        bool,
+        typer.Option(
+            "--continue",
+            help="sampler studies: draw search.num_samples more points in the newest execution's "
+            "Optuna study, learning from all its earlier trials",
+        ),
+    ] = False,
 ) -> None:
     """Run every trial of a study on Ray Tune; every trial lands in MLflow."""
     from vitscale.spec import load_study
@@ -66,6 +74,8 @@ def run(
         num_cpus=num_cpus,
         allow_autoscale=allow_autoscale,
         verbose=0 if quiet else 1,
+        source=str(file),
+        continue_search=continue_,
     )
     print_summary(summary)
 

@@ -43,8 +43,10 @@ def _kind(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
             yield Problem("trial", "not used by a benchmark study; configure the model in benchmark:")
         if spec.search.algorithm != "grid":
             yield Problem("search.algorithm", "a benchmark study measures every configuration: use grid")
-        if spec.scheduler.type == "asha":
-            yield Problem("scheduler.type", "asha needs epochs; a benchmark study uses fifo")
+        if spec.scheduler.type != "fifo":
+            yield Problem(
+                "scheduler.type", f"{spec.scheduler.type} needs epochs; a benchmark study uses fifo"
+            )
     elif spec.benchmark is not None:
         yield Problem("benchmark", "only for kind: benchmark (this study is kind: train)")
 
@@ -64,17 +66,17 @@ def _objectives(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
 
 
 def _scheduler_objectives(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
-    if spec.scheduler.type == "asha" and len(spec.objectives) > 1:
+    if spec.scheduler.type != "fifo" and len(spec.objectives) > 1:
         yield Problem(
             "scheduler.type",
-            f"asha stops trials on one metric but there are {len(spec.objectives)} objectives; "
+            f"{spec.scheduler.type} stops trials on one metric but there are {len(spec.objectives)} objectives; "
             "use fifo or a single objective",
         )
 
 
 def _scheduler_epochs(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
     sched = spec.scheduler
-    if sched.type == "asha" and sched.max_t is not None and sched.grace_period > sched.max_t:
+    if sched.type in ("asha", "hyperband") and sched.max_t is not None and sched.grace_period > sched.max_t:
         yield Problem("scheduler.grace_period", f"{sched.grace_period} exceeds max_t {sched.max_t}")
 
 

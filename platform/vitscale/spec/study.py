@@ -43,6 +43,10 @@ class SearchConfig(_Section):
     optuna_storage: str | None = Field(
         None, description="Optuna RDB storage URI; default: a SQLite file beside the Ray results"
     )
+    start_points: list[dict[str, Any]] | None = Field(
+        None,
+        description="samplers: configurations ({space key: value}) evaluated first (Optuna enqueue_trial)",
+    )
 
 
 class Objective(_Section):
@@ -51,10 +55,20 @@ class Objective(_Section):
 
 
 class SchedulerConfig(_Section):
-    type: Literal["fifo", "asha"] = Field("fifo", description="asha stops poor trials early")
-    grace_period: int = Field(1, ge=1, description="asha: epochs every trial runs")
-    reduction_factor: float = Field(3.0, gt=1, description="asha: keep 1/reduction_factor per rung")
-    max_t: int | None = Field(None, ge=1, description="asha: the last rung; default: trial.train.epochs")
+    type: Literal["fifo", "asha", "hyperband", "median"] = Field(
+        "fifo",
+        description="asha, hyperband, median stop poor trials early, comparing trials of one arm only",
+    )
+    grace_period: int = Field(1, ge=1, description="asha, median: epochs every trial runs")
+    reduction_factor: float = Field(
+        3.0, gt=1, description="asha, hyperband: keep 1/reduction_factor per rung"
+    )
+    max_t: int | None = Field(
+        None, ge=1, description="asha, hyperband: the last rung; default: trial.train.epochs"
+    )
+    min_samples_required: int = Field(
+        3, ge=1, description="median: trials of the arm needed at an epoch before stopping any"
+    )
 
 
 class ResourcesConfig(_Section):
@@ -72,9 +86,25 @@ class FinalConfig(_Section):
     )
 
 
+class WandbConfig(_Section):
+    project: str = Field(description="W&B project")
+    mode: Literal["offline", "online"] = Field("offline", description="offline: run folders only, no network")
+
+
 class TrackingConfig(_Section):
     uri: str = Field("sqlite:///mlflow.db", description="MLflow tracking URI")
     experiment: str | None = Field(None, description="MLflow experiment; default: the study name")
+    checkpoints: Literal["best", "all", "none"] = Field(
+        "best",
+        description="final checkpoints logged to MLflow: best = of the best configuration per arm "
+        "(or per Pareto point), all = every finished trial, none",
+    )
+    system_metrics: bool = Field(
+        False, description="MLflow system metrics (CPU, memory, GPU) on the parent run"
+    )
+    wandb: WandbConfig | None = Field(
+        None, description="also log every trial to Weights & Biases (extra: wandb)"
+    )
 
 
 def _space_schema(schema: dict) -> None:
@@ -151,7 +181,7 @@ class StudySpec(_Section):
             self.search.seeds = [seed]
         if self.search.num_samples is None and self.search.algorithm != "grid":
             self.search.num_samples = DEFAULT_NUM_SAMPLES
-        if self.scheduler.max_t is None and self.scheduler.type == "asha":
+        if self.scheduler.max_t is None and self.scheduler.type in ("asha", "hyperband"):
             self.scheduler.max_t = max_epochs(self)
         return self
 

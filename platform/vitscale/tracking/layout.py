@@ -2,10 +2,12 @@
 
 One experiment per study (`tracking.experiment`, default: the study name). In it:
 - one parent run per study execution: tags ROLE=study, STUDY=<name>, KIND=train|benchmark,
-  SPEC_HASH, GIT_COMMIT, versions; artifact `spec.yaml` (the resolved spec); PLANNED_TRIALS;
+  SPEC_HASH, GIT_COMMIT, GIT_DIRTY, MLflow's SOURCE_* tags, versions; the study description
+  as its note (NOTE); artifacts `spec.yaml` (the resolved spec), `requirements.txt` (pip freeze
+  of the driver) and `git.diff` when dirty (see tracking.provenance); PLANNED_TRIALS;
   JOBS (the Ray job ids that ran or resumed it, when submitted: `study status` reads progress).
 - one child run per trial, nested under the parent (tag mlflow.parentRunId): tags ROLE=trial,
-  STUDY, KIND, TRIAL_ID, STATUS, FAILURE_REASON, STOPPED_EARLY, NODE_ID, CONFIG_KEY.
+  STUDY, KIND, TRIAL_ID, STATUS, FAILURE_REASON, the parent's GIT_*/SOURCE_* tags, STOPPED_EARLY, NODE_ID, CONFIG_KEY.
   DID_NOT_TRAIN ("true" when a finished trial's final validation top-1 stayed within 2 points
   of chance). RESTARTS (set once a trial was restarted after a lost worker or node); QUEUE_ID on
   every run created through the write queue (tracking.queue). Params: the flattened resolved trial config with dotted keys (`model.mixer`, `model.width`,
@@ -39,6 +41,16 @@ QUEUE_ID = "vitscale.queue_id"  # the placeholder id a run had in the driver's w
 PLANNED_TRIALS = "vitscale.planned_trials"  # parent run: trials the study plans
 JOBS = "vitscale.jobs"  # parent run: space-separated Ray job submission ids that ran/resumed it
 PARENT_RUN_ID = "mlflow.parentRunId"
+GIT_DIRTY = "vitscale.git.dirty"  # "true" | "false" | "unknown": tracked files differed from the commit
+# MLflow's own tags (the UI's Source column, the run page's note).
+SOURCE_COMMIT = "mlflow.source.git.commit"
+SOURCE_NAME = "mlflow.source.name"
+SOURCE_TYPE = "mlflow.source.type"
+NOTE = "mlflow.note.content"
+# Experiment tag: MLflow 3 opens an experiment on its GenAI overview unless it is marked as model
+# training; every experiment vitscale creates carries it, so the UI lands on the runs table.
+EXPERIMENT_KIND = "mlflow.experimentKind"
+EXPERIMENT_KIND_TRAINING = "custom_model_development"
 
 STATUSES = ("FINISHED", "FAILED", "KILLED", "RUNNING")
 

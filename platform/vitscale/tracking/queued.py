@@ -109,6 +109,10 @@ class QueuedClient:
             "log_artifact", run_id, local_path=str(Path(local_path).resolve()), artifact_path=artifact_path
         )
 
+    def log_inputs(self, run_id: str, inputs: list[dict]) -> None:
+        """Dataset inputs as `tracking.datasets.dataset_inputs` describes them (JSON-able)."""
+        self.queue.submit("log_inputs", run_id, inputs=inputs)
+
     # -- reads: from the server ---------------------------------------------------------------
     def resolve(self, run_id: str, timeout: float | None = 600) -> str:
         return self.queue.resolve(run_id, timeout)

@@ -50,5 +50,9 @@ def send(client, record: dict, ids: dict[str, str]) -> None:
         client.log_text(run, record["text"], record["artifact_file"])
     elif op == "log_artifact":
         client.log_artifact(run, record["local_path"], record.get("artifact_path"))
+    elif op == "log_inputs":
+        from vitscale.tracking.datasets import to_entities
+
+        client.log_inputs(run, datasets=to_entities(record["inputs"]))
     else:
         raise KeyError(f"unknown queued operation {op!r}")

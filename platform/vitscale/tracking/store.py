@@ -6,7 +6,6 @@ analysis share these so the layout in `tracking.layout` is written in one place.
 from __future__ import annotations
 
 import fcntl
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -69,16 +68,21 @@ def client_for(uri: str):
 
 
 def ensure_experiment(client, name: str) -> str:
-    """The experiment's id, created if missing (tolerating another process creating it meanwhile)."""
+    """The experiment's id, created if missing (tolerating another process creating it meanwhile),
+    tagged as model training so MLflow 3's UI opens it on its runs (see layout.EXPERIMENT_KIND)."""
     from mlflow.exceptions import MlflowException
 
     experiment = client.get_experiment_by_name(name)
     if experiment is not None:
         if experiment.lifecycle_stage == "deleted":
             client.restore_experiment(experiment.experiment_id)
+        if experiment.tags.get(layout.EXPERIMENT_KIND) != layout.EXPERIMENT_KIND_TRAINING:
+            client.set_experiment_tag(
+                experiment.experiment_id, layout.EXPERIMENT_KIND, layout.EXPERIMENT_KIND_TRAINING
+            )
         return experiment.experiment_id
     try:
-        return client.create_experiment(name)
+        return client.create_experiment(name, tags={layout.EXPERIMENT_KIND: layout.EXPERIMENT_KIND_TRAINING})
     except MlflowException:
         experiment = client.get_experiment_by_name(name)
         if experiment is None:
@@ -87,13 +91,10 @@ def ensure_experiment(client, name: str) -> str:
 
 
 def git_commit(cwd: str | Path | None = None) -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=True
-        )
-        return out.stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
+    """The commit of the code that runs (see tracking.provenance: a submitted job's is passed in)."""
+    from vitscale.tracking.provenance import capture
+
+    return capture(cwd=cwd).commit
 
 
 def package_versions() -> dict[str, str]:
@@ -114,19 +115,37 @@ def create_study_run(
     spec_hash: str,
     spec_yaml: str,
     run_name: str | None = None,
+    *,
+    description: str = "",
+    source: str = "",
 ) -> str:
-    """The parent run of one study execution, tagged and holding the resolved spec."""
+    """The parent run of one study execution: tagged (provenance included, see
+    tracking.provenance), its description as the run's note, holding the resolved spec,
+    requirements.txt and, for a dirty checkout, git.diff."""
+    from vitscale.tracking import provenance
+
+    captured = provenance.capture(source or f"vitscale study {study}")
     tags = {
         layout.ROLE: "study",
         layout.STUDY: study,
         layout.KIND: kind,
         layout.SPEC_HASH: spec_hash,
-        layout.GIT_COMMIT: git_commit(),
+        **captured.tags(),
         **package_versions(),
     }
+    if description.strip():
+        tags[layout.NOTE] = description.strip()
     run = client.create_run(experiment_id, tags=tags, run_name=run_name or study)
     client.log_text(run.info.run_id, spec_yaml, "spec.yaml")
+    provenance.log_to_parent(client, run.info.run_id, captured)
     return run.info.run_id
+
+
+def provenance_tags(client, parent_run_id: str) -> dict[str, str]:
+    """The parent's provenance tags, which every child run repeats (read once per callback)."""
+    keys = (layout.GIT_COMMIT, layout.GIT_DIRTY, layout.SOURCE_COMMIT, layout.SOURCE_NAME, layout.SOURCE_TYPE)
+    tags = client.get_run(parent_run_id).data.tags
+    return {k: tags[k] for k in keys if k in tags}
 
 
 def find_child_run(client, experiment_id: str, parent_run_id: str, trial_id: str) -> str | None:

@@ -19,6 +19,7 @@ from typing import Any
 from ray.tune import Callback
 
 from vitscale.tracking import layout, store
+from vitscale.tracking.datasets import dataset_inputs
 from vitscale.tracking.queued import QUEUE_DIR, QueuedClient, queued_client
 
 # Keys of a trial's result that are not metrics (strings, bookkeeping of Tune and vitscale).
@@ -44,6 +45,22 @@ _TUNE_KEYS = {
 }
 
 
+# Tune trial id -> (writer, child run id or placeholder), for this driver process: the sampler
+# study records each Optuna trial's MLflow runs (tune.replicates) from here.
+CHILD_RUNS: dict[str, tuple[Any, str]] = {}
+
+
+def mlflow_run_id(trial_id: str, timeout: float = 5.0) -> str | None:
+    """The MLflow id of a trial's child run (a placeholder if the server has not taken it yet)."""
+    writer, run_id = CHILD_RUNS.get(trial_id, (None, None))
+    if writer is None:
+        return None
+    try:
+        return writer.resolve(run_id, timeout)
+    except TimeoutError:
+        return run_id
+
+
 @dataclass
 class TrialDescription:
     """What MLflow shows of a trial before its first result: name, params, replicate group."""
@@ -62,6 +79,7 @@ class MlflowStudyCallback(Callback):
         study: str,
         kind: str,
         describe: Callable[[dict], TrialDescription],
+        run_tags: dict[str, str] | None = None,
     ) -> None:
         self.tracking_uri = tracking_uri
         self.experiment_id = experiment_id
@@ -69,6 +87,8 @@ class MlflowStudyCallback(Callback):
         self.study = study
         self.kind = kind
         self.describe = describe
+        # Tags every child run repeats from its parent (provenance); captured here when not given.
+        self.run_tags = run_tags
         self._client: QueuedClient | None = None
         self._runs: dict[str, str] = {}
         self._node: dict[str, str] = {}
@@ -104,14 +124,24 @@ class MlflowStudyCallback(Callback):
                 self.kind,
                 trial.trial_id,
                 run_name=f"{trial.trial_id} {description.run_name}",
-                tags={layout.CONFIG_KEY: description.config_key},
+                tags={**self.child_tags(), layout.CONFIG_KEY: description.config_key},
             )
             store.log_params(client, run_id, description.params)
+            if any(k.startswith("data.") for k in description.params):
+                client.log_inputs(run_id, dataset_inputs(description.params))
         else:
             client.update_run(run_id, status="RUNNING")
             store.set_tags(client, run_id, {layout.STATUS: "RUNNING"})
         self._runs[trial.trial_id] = run_id
+        CHILD_RUNS[trial.trial_id] = (client, run_id)
         return run_id
+
+    def child_tags(self) -> dict[str, str]:
+        if self.run_tags is None:
+            from vitscale.tracking.provenance import capture
+
+            self.run_tags = capture(f"vitscale study {self.study}").tags()
+        return self.run_tags
 
     # -- Tune hooks --------------------------------------------------------------------------
     def on_trial_start(self, iteration, trials, trial, **info) -> None:

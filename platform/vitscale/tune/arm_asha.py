@@ -1,18 +1,29 @@
-"""ASHA that only compares trials of the same arm.
+"""Early stopping that only compares trials of the same arm: ASHA, HyperBand, median stopping.
 
-One ASHA across arms stops the slower-starting arm (an ODE ViT is behind a discrete one at epoch
-5 and often ahead at epoch 50), not the worse one. `ArmASHA` keeps one ASHA per arm: an arm is
-the trial's values of `ARM_FIELDS` (mixer x regime), so rung cut-offs are computed among trials
-of one arm only. A study whose space does not vary mixer or regime has one arm, i.e. plain ASHA.
+One scheduler across arms stops the slower-starting arm (an ODE ViT is behind a discrete one at
+epoch 5 and often ahead at epoch 50), not the worse one. `ArmScheduler` keeps one of Ray Tune's
+own schedulers per arm: an arm is the trial's values of `ARM_FIELDS` (mixer x regime), so rung
+cut-offs (ASHA), bracket halvings (HyperBand) and running medians (median stopping) are computed
+among trials of one arm only. A study whose space does not vary mixer or regime has one arm, i.e.
+the plain scheduler. Every kind stops on the first objective (single objective, see spec.checks).
+
+- `asha`: `ASHAScheduler` (asynchronous successive halving; trials never pause).
+- `hyperband`: `HyperBandScheduler` (synchronous: a trial pauses at a rung until its bracket is
+  full, then the best 1/reduction_factor go on from their checkpoints); which trial runs next is
+  asked of each arm's scheduler in turn.
+- `median`: `MedianStoppingRule` (stop a trial whose best result is below the median of the
+  running averages of the arm's other trials at the same epoch, once `min_samples_required`
+  trials of the arm reached it, after `grace_period` epochs).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, HyperBandScheduler, MedianStoppingRule
 
 ARM_FIELDS = ("model.mixer", "model.regime")
+KINDS = {"asha": ASHAScheduler, "hyperband": HyperBandScheduler, "median": MedianStoppingRule}
 
 
 def arm_of_config(config: dict[str, Any], spec) -> str:
@@ -23,52 +34,87 @@ def arm_of_config(config: dict[str, Any], spec) -> str:
     return ",".join(f"{field}={params.get(field)}" for field in ARM_FIELDS)
 
 
-class ArmASHA(FIFOScheduler):
-    """ASHA brackets keyed by arm; trials start in submission order (FIFO)."""
+def scheduler_for(spec, metric: str, mode: str, epochs: int):
+    """The spec's scheduler, one instance per arm; FIFO when none is asked for."""
+    sched = spec.scheduler
+    common = {"time_attr": "epoch", "metric": metric, "mode": mode}
+    if sched.type == "asha":
+        options = {
+            "max_t": sched.max_t or epochs,
+            "grace_period": sched.grace_period,
+            "reduction_factor": sched.reduction_factor,
+        }
+    elif sched.type == "hyperband":
+        options = {"max_t": sched.max_t or epochs, "reduction_factor": sched.reduction_factor}
+    elif sched.type == "median":
+        options = {"grace_period": sched.grace_period, "min_samples_required": sched.min_samples_required}
+    else:
+        return FIFOScheduler()
+    return ArmScheduler(spec, sched.type, **common, **options)
 
-    def __init__(self, spec, **asha: Any) -> None:
+
+class ArmScheduler(FIFOScheduler):
+    """A scheduler of kind `kind` (see KINDS) per arm; trials start in submission order (FIFO)
+    except that HyperBand chooses which of its paused trials goes on."""
+
+    def __init__(self, spec, kind: str = "asha", **options: Any) -> None:
         super().__init__()
         self.spec = spec
-        self.asha = asha
-        self._metric = asha["metric"]
-        self._by_arm: dict[str, ASHAScheduler] = {}
+        self.kind = kind
+        self.options = options
+        self._metric = options["metric"]
+        self._by_arm: dict[str, Any] = {}
         self._arm: dict[str, str] = {}  # trial id -> arm
+        self._known: set[str] = set()  # trial ids added to their arm's scheduler
 
     def set_search_properties(self, metric, mode, **spec) -> bool:
-        return not metric and not mode  # set in the constructor, like ASHAScheduler
+        return not metric and not mode  # set in the constructor, like Tune's schedulers
 
-    def _scheduler(self, trial) -> ASHAScheduler:
+    def _scheduler(self, trial):
         if trial.trial_id not in self._arm:
             self._arm[trial.trial_id] = arm_of_config(trial.config, self.spec)
         arm = self._arm[trial.trial_id]
         if arm not in self._by_arm:
-            self._by_arm[arm] = ASHAScheduler(**self.asha)
+            self._by_arm[arm] = KINDS[self.kind](**self.options)
         return self._by_arm[arm]
 
+    def _added(self, tune_controller, trial):
+        """The arm's scheduler, with `trial` added (a restored trial's bracket map was not saved)."""
+        scheduler = self._scheduler(trial)
+        if trial.trial_id not in self._known:
+            self._known.add(trial.trial_id)
+            scheduler.on_trial_add(tune_controller, trial)
+        return scheduler
+
     def on_trial_add(self, tune_controller, trial) -> None:
-        self._scheduler(trial).on_trial_add(tune_controller, trial)
+        self._added(tune_controller, trial)
 
     def on_trial_error(self, tune_controller, trial) -> None:
-        self._scheduler(trial).on_trial_error(tune_controller, trial)
+        self._added(tune_controller, trial).on_trial_error(tune_controller, trial)
 
     def on_trial_result(self, tune_controller, trial, result) -> str:
-        scheduler = self._scheduler(trial)
-        if trial.trial_id not in scheduler._trial_info:  # restored: the bracket map was not saved
-            scheduler.on_trial_add(tune_controller, trial)
-        return scheduler.on_trial_result(tune_controller, trial, result)
+        return self._added(tune_controller, trial).on_trial_result(tune_controller, trial, result)
 
     def on_trial_complete(self, tune_controller, trial, result) -> None:
-        scheduler = self._scheduler(trial)
-        if trial.trial_id in scheduler._trial_info:
-            scheduler.on_trial_complete(tune_controller, trial, result)
+        self._added(tune_controller, trial).on_trial_complete(tune_controller, trial, result)
 
     def on_trial_remove(self, tune_controller, trial) -> None:
-        scheduler = self._scheduler(trial)
-        if trial.trial_id in scheduler._trial_info:
-            scheduler.on_trial_remove(tune_controller, trial)
+        self._added(tune_controller, trial).on_trial_remove(tune_controller, trial)
+
+    def choose_trial_to_run(self, tune_controller):
+        if self.kind != "hyperband":
+            return super().choose_trial_to_run(tune_controller)
+        for scheduler in self._by_arm.values():
+            trial = scheduler.choose_trial_to_run(tune_controller)
+            if trial is not None:
+                return trial
+        return None
 
     def debug_string(self) -> str:
         return "\n".join(
-            [f"ASHA per arm ({len(self._by_arm)} arms)"]
+            [f"{self.kind} per arm ({len(self._by_arm)} arms)"]
             + [f"{arm}: {s.debug_string()}" for arm, s in sorted(self._by_arm.items())]
         )
+
+
+ArmASHA = ArmScheduler  # the name earlier pickled experiments (and imports) use

@@ -32,13 +32,21 @@ class _Group:
 class ReplicatedSearcher(Searcher):
     """Trial configs are `{"point": {dotted path: value}, "seed": int}`."""
 
-    def __init__(self, inner: Searcher, seeds: list[int], metrics: list[str], modes: list[str]) -> None:
+    def __init__(
+        self,
+        inner: Searcher,
+        seeds: list[int],
+        metrics: list[str],
+        modes: list[str],
+        parent_run_id: str = "",
+    ) -> None:
         metric = metrics[0] if len(metrics) == 1 else metrics
         mode = modes[0] if len(modes) == 1 else modes
         super().__init__(metric=metric, mode=mode)
         self.inner = inner
         self.seeds = list(seeds)
         self.metrics = list(metrics)
+        self.parent_run_id = parent_run_id
         self._open: _Group | None = None
         self._groups: dict[str, _Group] = {}  # trial id -> its group
 
@@ -51,6 +59,7 @@ class ReplicatedSearcher(Searcher):
             if sampled is None or not isinstance(sampled, dict):
                 return sampled  # None (wait) or Searcher.FINISHED
             self._open = _Group(inner_id=trial_id, point=dict(sampled["point"]), seeds_left=list(self.seeds))
+            self._note(trial_id, seeds=self.seeds, completed_trials_seen=self._completed())
         group = self._open
         seed = group.seeds_left.pop(0)
         group.trial_ids.append(trial_id)
@@ -70,6 +79,7 @@ class ReplicatedSearcher(Searcher):
         group.results[trial_id] = None if failed else result
         if group.seeds_left or len(group.results) < len(group.trial_ids):
             return  # replicates still to come or running
+        self._record_runs(group)
         finished = [r for r in group.results.values() if r is not None]
         if not finished:
             self.inner.on_trial_complete(group.inner_id, None, error=True)
@@ -82,6 +92,38 @@ class ReplicatedSearcher(Searcher):
             self.inner.on_trial_complete(group.inner_id, None, error=True)
         else:
             self.inner.on_trial_complete(group.inner_id, {**finished[-1], **mean})
+
+    # -- the Optuna trial's user attributes (see tune.optuna_study) -----------------------------
+    def _optuna_trial(self, inner_id: str):
+        return getattr(self.inner, "_ot_trials", {}).get(inner_id)  # Ray's OptunaSearch keeps them
+
+    def _completed(self) -> int | None:
+        study = getattr(self.inner, "_ot_study", None)
+        if study is None:
+            return None
+        import optuna
+
+        return len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)))
+
+    def _note(self, inner_id: str, **attrs: Any) -> None:
+        trial = self._optuna_trial(inner_id)
+        if trial is None:
+            return
+        for key, value in attrs.items():
+            if value is not None:
+                trial.set_user_attr(key, value)
+
+    def _record_runs(self, group: _Group) -> None:
+        """Tune trial ids and MLflow runs of a point, before Optuna is told (then it is final)."""
+        from vitscale.tracking.tune_callback import mlflow_run_id
+
+        runs = [mlflow_run_id(t) for t in group.trial_ids]
+        self._note(
+            group.inner_id,
+            tune_trial_ids=list(group.trial_ids),
+            mlflow_run_ids=[r for r in runs if r],
+            mlflow_parent_run_id=self.parent_run_id or None,
+        )
 
     def save(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "wb") as fh:

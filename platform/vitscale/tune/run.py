@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from vitscale.errors import UserError
-from vitscale.tracking import queued, store
-from vitscale.tune import cluster, jobs
+from vitscale.tracking import provenance, queued, store
+from vitscale.tune import cluster, jobs, optuna_study
 from vitscale.tune import storage as storage_mod
 
 STATE_FILE = "vitscale-study.json"
@@ -35,6 +35,7 @@ class StudyExecution:
     tracking_uri: str
     experiment_id: str
     parent_run_id: str
+    optuna_storage: str = ""  # the RDB of the study's Optuna study (sampler studies; see tune.optuna_study)
 
     def save(self) -> None:
         state = {
@@ -42,6 +43,7 @@ class StudyExecution:
             "tracking_uri": self.tracking_uri,
             "experiment_id": self.experiment_id,
             "parent_run_id": self.parent_run_id,
+            "optuna_storage": self.optuna_storage,
         }
         (self.directory / STATE_FILE).write_text(json.dumps(state, indent=2))
         (self.directory.parent / LATEST_FILE).write_text(self.directory.name + "\n")
@@ -57,6 +59,7 @@ class StudyExecution:
             tracking_uri=state["tracking_uri"],
             experiment_id=state["experiment_id"],
             parent_run_id=state["parent_run_id"],
+            optuna_storage=state.get("optuna_storage", ""),
         )
 
 
@@ -83,12 +86,18 @@ def run_study(
     num_cpus: int | None = None,
     allow_autoscale: bool = False,
     verbose: int = 1,
+    source: str = "",
+    continue_search: bool = False,
 ):
-    """Run every trial of `spec`; return the study's summary (see `tune.summary`)."""
+    """Run every trial of `spec`; return the study's summary (see `tune.summary`). `source`: the
+    study file as the user named it (MLflow's Source column). `continue_search`: sample
+    `search.num_samples` more points in the newest execution's Optuna study (see tune.optuna_study)."""
     from vitscale.spec import count_trials, dump_spec, spec_hash
 
     uri = tracking_uri or os.environ.get("VITSCALE_TRACKING_URI") or spec.tracking.uri
     store.check_tracking_uri(uri)
+    if source:  # parent and child runs name the same source (a submitted job's is set already)
+        os.environ.setdefault(provenance.ENV_SOURCE, source)
     spec = _absolute_data_root(spec)
     directory = _storage_root(spec, storage) / spec.name / time.strftime("%Y%m%d-%H%M%S")
     while directory.exists():  # two executions within one second
@@ -97,15 +106,28 @@ def run_study(
     cluster.preflight(spec.resources.cpu, spec.resources.gpu, allow_autoscale)
     storage_mod.check_shared(directory.parent.parent)
 
+    # A teacher named by run id, models:/ URI or `best_of` another study is resolved now, once, into
+    # the execution folder (every node sees it); the saved spec keeps it for resume.
+    from vitscale.train.teacher import resolve_spec_teachers
+
+    spec = resolve_spec_teachers(spec, uri, directory)
     client = store.client_for(uri)
     experiment_id = store.ensure_experiment(client, spec.tracking.experiment or spec.name)
     spec_yaml = dump_spec(spec)
     parent_run_id = store.create_study_run(
-        client, experiment_id, spec.name, spec.kind, spec_hash(spec), spec_yaml
+        client,
+        experiment_id,
+        spec.name,
+        spec.kind,
+        spec_hash(spec),
+        spec_yaml,
+        description=spec.description,
+        source=source,
     )
     jobs.tag_parent_run(client, parent_run_id, planned=count_trials(spec))
-    directory.mkdir(parents=True)
-    execution = StudyExecution(directory, spec, uri, experiment_id, parent_run_id)
+    optuna_storage = optuna_study.storage_for(spec, directory, continue_search)
+    directory.mkdir(parents=True, exist_ok=True)  # teachers/ may be there already
+    execution = StudyExecution(directory, spec, uri, experiment_id, parent_run_id, optuna_storage)
     execution.save()
     if spec.kind == "comparison":
         from vitscale.tune.comparison import run_comparison

@@ -2,36 +2,41 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import optuna
 
-
-def _tpe(seed: int | None, n_objectives: int) -> optuna.samplers.BaseSampler:
-    # multivariate + group model the conditional (`when:`) parameters jointly.
-    return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True)
+warnings.filterwarnings("ignore", message=".*constant_liar.*", category=optuna.exceptions.ExperimentalWarning)
 
 
-def _nsga2(seed: int | None, n_objectives: int) -> optuna.samplers.BaseSampler:
+def _tpe(seed: int | None, n_objectives: int, concurrent: bool = False) -> optuna.samplers.BaseSampler:
+    # multivariate + group model the conditional (`when:`) parameters jointly; with trials running
+    # side by side, constant_liar counts running trials as bad so workers do not draw one point.
+    return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=concurrent)
+
+
+def _nsga2(seed: int | None, n_objectives: int, concurrent: bool = False) -> optuna.samplers.BaseSampler:
     return optuna.samplers.NSGAIISampler(seed=seed)
 
 
-def _cmaes(seed: int | None, n_objectives: int) -> optuna.samplers.BaseSampler:
+def _cmaes(seed: int | None, n_objectives: int, concurrent: bool = False) -> optuna.samplers.BaseSampler:
     # CMA-ES models the continuous and integer parameters; categoricals fall back to random.
     return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
 
 
-def _random(seed: int | None, n_objectives: int) -> optuna.samplers.BaseSampler:
+def _random(seed: int | None, n_objectives: int, concurrent: bool = False) -> optuna.samplers.BaseSampler:
     return optuna.samplers.RandomSampler(seed=seed)
 
 
-def _qmc(seed: int | None, n_objectives: int) -> optuna.samplers.BaseSampler:
+def _qmc(seed: int | None, n_objectives: int, concurrent: bool = False) -> optuna.samplers.BaseSampler:
     return optuna.samplers.QMCSampler(
         seed=seed, qmc_type="sobol", scramble=True, warn_independent_sampling=False
     )
 
 
-SAMPLERS: dict[str, Callable[[int | None, int], optuna.samplers.BaseSampler]] = {
+# (sampler seed, number of objectives, concurrent=trials may run side by side) -> sampler
+SAMPLERS: dict[str, Callable[..., optuna.samplers.BaseSampler]] = {
     "tpe": _tpe,
     "nsga2": _nsga2,
     "cmaes": _cmaes,

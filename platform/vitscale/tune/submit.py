@@ -18,6 +18,7 @@ import shlex
 from pathlib import Path
 
 from vitscale.errors import UserError
+from vitscale.tracking.provenance import capture
 from vitscale.tune.storage import JOB_ENV
 
 # gitignore syntax, anchored at the project root: a bare "data" would also drop platform/vitscale/data.
@@ -92,7 +93,8 @@ def submit(study_file: Path, address: str, tracking_uri: str, overrides: list[st
         "vitscale_tracking_uri": tracking_uri,
         "vitscale_experiment": spec.tracking.experiment or spec.name,
     }
-    env = {"VITSCALE_TRACKING_URI": tracking_uri}
+    # The job's working_dir has no .git: the commit, dirty flag and diff travel in its environment.
+    env = {"VITSCALE_TRACKING_URI": tracking_uri, **capture(str(relative), cwd=root).to_env()}
     job_id = _submit(root, address, command, metadata, env)
     _remember(LAST_TRACKING_FILE, tracking_uri)
     return job_id

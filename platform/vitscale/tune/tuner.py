@@ -5,11 +5,11 @@ from __future__ import annotations
 import functools
 
 from ray import tune
-from ray.tune.schedulers import FIFOScheduler
 from ray.tune.search.optuna import OptunaSearch
 
 from vitscale.tracking.tune_callback import MlflowStudyCallback, TrialDescription
-from vitscale.tune.arm_asha import ArmASHA
+from vitscale.tune import optuna_study
+from vitscale.tune.arm_asha import scheduler_for
 from vitscale.tune.replicates import ReplicatedSearcher
 from vitscale.tune.samplers import SAMPLERS
 
@@ -48,24 +48,16 @@ def _define_by_run(trial, spec):
 
 
 def _scheduler(spec):
-    """FIFO, or ASHA with one set of rungs per arm (mixer x regime): see `tune.arm_asha`."""
-    sched = spec.scheduler
-    if sched.type == "asha":
-        objective = spec.objectives[0]
-        return ArmASHA(
-            spec,
-            time_attr="epoch",
-            metric=objective.metric,
-            mode=objective.mode,
-            max_t=sched.max_t or spec.trial.resolved().train.epochs,
-            grace_period=sched.grace_period,
-            reduction_factor=sched.reduction_factor,
-        )
-    return FIFOScheduler()
+    """FIFO, or ASHA / HyperBand / median stopping within each arm (mixer x regime): see
+    `tune.arm_asha`."""
+    objective = spec.objectives[0]
+    epochs = spec.trial.resolved().train.epochs if spec.scheduler.type != "fifo" else 0
+    return scheduler_for(spec, objective.metric, objective.mode, epochs)
 
 
-def _search(spec, directory):
-    """(search_alg, param_space, num_samples) for the spec's algorithm."""
+def _search(spec, directory, storage_url: str = "", parent_run_id: str = ""):
+    """(search_alg, param_space, num_samples) for the spec's algorithm. Samplers use the Optuna
+    study named after the vitscale study in `storage_url` (see `tune.optuna_study`)."""
     from vitscale.spec import grid_points
 
     if spec.search.algorithm == "grid" or spec.kind == "benchmark":
@@ -74,19 +66,24 @@ def _search(spec, directory):
         return None, space, 1
     metrics = [o.metric for o in spec.objectives]
     modes = [o.mode for o in spec.objectives]
-    storage_url = spec.search.optuna_storage or f"sqlite:///{directory / 'optuna.db'}"
+    storage_url = storage_url or spec.search.optuna_storage or f"sqlite:///{directory / optuna_study.DB_FILE}"
     import optuna
 
+    done = optuna_study.prepare(spec, storage_url)
+    seed = spec.search.sampler_seed
+    if seed is not None and done:
+        seed += done  # a continued search: new draws, not the first execution's again
+    concurrent = spec.search.max_concurrent_trials != 1
     optuna_search = OptunaSearch(
         space=functools.partial(_define_by_run, spec=spec),
         metric=metrics[0] if len(metrics) == 1 else metrics,
         mode=modes[0] if len(modes) == 1 else modes,
-        sampler=SAMPLERS[spec.search.algorithm](spec.search.sampler_seed, len(metrics)),
-        study_name=f"{spec.name}-{directory.name}",
+        sampler=SAMPLERS[spec.search.algorithm](seed, len(metrics), concurrent=concurrent),
+        study_name=spec.name,
         storage=optuna.storages.RDBStorage(storage_url),
     )
     seeds = list(spec.search.seeds)
-    searcher = ReplicatedSearcher(optuna_search, seeds, metrics, modes)
+    searcher = ReplicatedSearcher(optuna_search, seeds, metrics, modes, parent_run_id=parent_run_id)
     return searcher, {}, spec.search.num_samples * len(seeds)
 
 
@@ -108,7 +105,9 @@ def build_tuner(execution, verbose: int = 1, *, callback=None, search=None) -> t
     """The study's Tuner. Comparison phases pass their own callback (phase and arm tags) and
     search (the final runs' grid); the experiment lives in `execution.directory`."""
     spec = execution.spec
-    search_alg, param_space, num_samples = search or _search(spec, execution.directory)
+    search_alg, param_space, num_samples = search or _search(
+        spec, execution.directory, getattr(execution, "optuna_storage", ""), execution.parent_run_id
+    )
     callback = callback or MlflowStudyCallback(
         tracking_uri=execution.tracking_uri,
         experiment_id=execution.experiment_id,

@@ -1,0 +1,115 @@
+"""The Optuna study of a sampler study: named after it, continued with --continue, start points
+enqueued, user attributes linking each Optuna trial to its seeds and MLflow runs; and the MLflow
+side every study gets (experiment kind, provenance, dataset inputs, description as note)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from study_helpers import REPO, parent_runs, vitscale
+
+# ssog_search.yaml, tiny: digits 16x16, width 8-16, one epoch, 128 images.
+TINY_SSOG = [
+    "trial.model.depth=1",
+    "trial.model.width=8",
+    "trial.model.heads=2",
+    "trial.model.ode.solver=euler",
+    "trial.data.resolution=16",
+    "trial.data.num_train=128",
+    "trial.data.num_val=64",
+    "trial.train.epochs=1",
+    "space.model.width={choice: [8, 16]}",
+    "search.max_concurrent_trials=1",
+    "resources.cpu=1",
+]
+
+
+def _optuna_trials(root: Path, name: str) -> tuple[list, list[str]]:
+    import optuna
+
+    urls = []
+    for folder in sorted((root / name).glob("2*")):
+        urls.append(json.loads((folder / "vitscale-study.json").read_text())["optuna_storage"])
+    study = optuna.load_study(study_name=name, storage=urls[-1])
+    return study.get_trials(), urls
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_continue_adds_points_to_one_optuna_study_the_sampler_sees_the_earlier_ones(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    study = REPO / "studies" / "ssog_search.yaml"
+    common = ["--tracking-uri", uri, "--storage", str(tmp_path / "results"), "--num-cpus", "1", "--quiet"]
+    for item in TINY_SSOG:
+        common += ["--set", item]
+    start = "search.start_points=[{model.width: 16, model.regime: discrete, train.lr: 0.002}]"
+    vitscale(
+        "study", "run", str(study), *common, "--set", "search.num_samples=4", "--set", start, cwd=tmp_path
+    )
+    vitscale("study", "run", str(study), *common, "--set", "search.num_samples=4", "--continue", cwd=tmp_path)
+
+    trials, urls = _optuna_trials(tmp_path / "results", "ssog-search")
+    assert len(urls) == 2 and urls[0] == urls[1]  # the second execution used the first's study
+    assert [t.state.name for t in trials] == ["COMPLETE"] * 8
+    assert trials[0].params["model.width"] == "16" or trials[0].params["model.width"] == 16
+    assert trials[0].params["train.lr"] == pytest.approx(0.002)  # the enqueued start point first
+    seen = [t.user_attrs["completed_trials_seen"] for t in trials[4:]]
+    assert min(seen) >= 4, seen  # the continued sampler learned from the first four
+    parents = {p.info.run_id for p in parent_runs(uri, "ssog-search")}
+    for trial in trials:
+        assert trial.user_attrs["seeds"] == [0]
+        assert len(trial.user_attrs["mlflow_run_ids"]) == 1
+        assert trial.user_attrs["mlflow_parent_run_id"] in parents
+
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name("ssog-search")
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True
+    ).stdout.strip()
+    run = client.get_run(trials[0].user_attrs["mlflow_run_ids"][0])
+    for tags in (run.data.tags, client.get_run(trials[0].user_attrs["mlflow_parent_run_id"]).data.tags):
+        assert tags["mlflow.source.git.commit"] == head
+        assert tags["mlflow.source.name"] == str(study)
+        assert tags["vitscale.git.dirty"] in ("true", "false")
+    contexts = {i.tags[0].value: i.dataset for i in run.inputs.dataset_inputs}
+    assert set(contexts) == {"train", "validation", "test"}
+    assert json.loads(contexts["train"].profile)["num_rows"] == 128
+    parent = client.get_run(trials[0].user_attrs["mlflow_parent_run_id"])
+    assert parent.data.tags["mlflow.note.content"].startswith("TPE over SSoG")
+    artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {"requirements.txt", "spec.yaml"} <= artifacts
+
+
+def test_continue_without_an_earlier_execution_is_one_line(tmp_path):
+    study = REPO / "studies" / "ssog_search.yaml"
+    proc = vitscale(
+        "study", "run", str(study), "--storage", str(tmp_path), "--continue",
+        "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}", cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "--continue: no earlier execution of ssog-search" in proc.stderr
+
+
+def test_start_points_outside_the_space_are_refused(tmp_path):
+    from vitscale.errors import UserError
+    from vitscale.spec import load_study
+    from vitscale.tune.optuna_study import start_points
+
+    spec = load_study(REPO / "studies" / "ssog_search.yaml", ["search.start_points=[{model.depth: 3}]"])
+    with pytest.raises(UserError, match=r"search.start_points\[0\].model.depth: not a key of space"):
+        start_points(spec)
+    spec = load_study(REPO / "studies" / "ssog_search.yaml", ["search.start_points=[{model.width: 7}]"])
+    with pytest.raises(UserError, match="not one of its values"):
+        start_points(spec)
+
+
+def test_tpe_lies_about_running_trials_only_when_they_run_side_by_side():
+    from vitscale.tune.samplers import SAMPLERS
+
+    assert SAMPLERS["tpe"](0, 1, concurrent=True)._constant_liar
+    assert not SAMPLERS["tpe"](0, 1, concurrent=False)._constant_liar
