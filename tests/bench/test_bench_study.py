@@ -10,6 +10,7 @@ import pytest
 
 from vitscale.analysis.fields import FIELDS
 from vitscale.bench import trial
+from vitscale.models import MIXERS
 from vitscale.spec import grid_points, load_study
 
 SMOKE = Path(__file__).resolve().parents[2] / "studies" / "throughput_resolution_smoke.yaml"
@@ -20,8 +21,8 @@ def test_the_smoke_study_is_a_small_cpu_variant_of_the_paper_sweep():
     assert spec.kind == "benchmark" and spec.benchmark.device == "cpu"
     assert spec.resources.cpu == 1 and spec.resources.gpu == 0
     points = grid_points(spec)
-    assert len(points) == 18 and {p["resolution"] for p in points} == {32, 64}
-    assert spec.benchmark.mixers == ["attention", "ssog"] and spec.benchmark.attention_backends == [
+    assert len(points) == 42 and {p["resolution"] for p in points} == {32, 64}
+    assert sorted(spec.benchmark.mixers) == sorted(MIXERS) and spec.benchmark.attention_backends == [
         "sdpa",
         "math",
     ]
@@ -84,7 +85,7 @@ def test_the_smoke_study_runs_on_in_process_ray(tmp_path):
     [parent] = client.search_runs([exp.experiment_id], "tags.`vitscale.role` = 'study'")
     assert parent.data.tags["vitscale.kind"] == "benchmark"
     children = client.search_runs([exp.experiment_id], "tags.`vitscale.role` = 'trial'", max_results=100)
-    assert len(children) == 18
+    assert len(children) == 42
     for child in children:
         assert child.data.tags["vitscale.status"] == "FINISHED", child.data.tags.get(
             "vitscale.failure_reason"
@@ -96,4 +97,4 @@ def test_the_smoke_study_runs_on_in_process_ray(tmp_path):
     from vitscale.analysis.pipeline import analyze
 
     result = analyze("throughput-resolution-smoke", uri, tmp_path / "report", log_artifacts=False)
-    assert result.counts()["used"] == 18
+    assert result.counts()["used"] == 42

@@ -30,8 +30,10 @@ EXPECTED_TRIALS = {
     "paper_cifar100_looped.yaml": 18,
     "paper_cifar100_ode.yaml": 18,
     "ssog_search.yaml": 32,  # 32 TPE samples x 1 seed
-    "throughput_resolution.yaml": 45,  # 3 regimes x 5 resolutions x (ssog + attention sdpa/math)
-    "throughput_resolution_smoke.yaml": 18,  # 3 regimes x 2 resolutions x 3 series
+    "throughput_resolution.yaml": 105,  # 3 regimes x 5 resolutions x (5 mixers + attention sdpa/math)
+    "throughput_resolution_smoke.yaml": 42,  # 3 regimes x 2 resolutions x 7 series
+    "mixer_zoo.yaml": 90,  # 18 arms x (3 tuning + 2 final)
+    "paper_cifar100_zoo.yaml": 486,  # 18 arms x (24 tuning + 3 final)
 }
 
 
@@ -107,7 +109,7 @@ def test_ssog_search_conditions_ode_tolerances():
 def test_benchmark_study_points_are_configurations():
     spec = load_study(ROOT / "studies/throughput_resolution.yaml")
     points = grid_points(spec)
-    assert len(points) == 45
+    assert len(points) == 105
     assert {p["resolution"] for p in points} == {224, 384, 512, 768, 1024}
     assert {p["attention_backend"] for p in points if p["mixer"] == "attention"} == {"sdpa", "math"}
     assert {p["attention_backend"] for p in points if p["mixer"] == "ssog"} == {None}
