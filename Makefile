@@ -27,7 +27,7 @@ demo: setup
 	$(BIN)/vitscale analyze quickstart --bootstrap 200
 	$(BIN)/vitscale analyze throughput-resolution-smoke
 	@echo "reports: reports/quickstart/report.md, reports/throughput-resolution-smoke/report.md"
-	@echo "MLflow UI: $(BIN)/vitscale ui   (then open http://127.0.0.1:5000)"
+	@echo "MLflow UI: $(BIN)/vitscale ui   (then open http://127.0.0.1:5000/#/experiments?workflowType=machine_learning)"
 
 test: setup
 	$(BIN)/python -m pytest -q tests

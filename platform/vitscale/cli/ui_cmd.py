@@ -28,8 +28,13 @@ def ui(
         if not os.path.exists(path):
             raise UserError(f"--tracking-uri: {path} does not exist; run a study first (`make demo`)")
     mlflow = shutil.which("mlflow") or os.path.join(os.path.dirname(sys.executable), "mlflow")
-    print(f"MLflow UI on http://{host}:{port} (Ctrl-C stops it)", flush=True)
+    # MLflow 3.x opens on its GenAI pages unless the URL (or the browser's last choice) asks for
+    # model training; the experiments vitscale makes are also tagged so (tracking.layout).
+    print(f"MLflow UI on http://{host}:{port}/{RUNS_PAGE} (Ctrl-C stops it)", flush=True)
     os.execv(mlflow, [mlflow, "ui", "--backend-store-uri", tracking_uri, "--host", host, "--port", str(port)])
+
+
+RUNS_PAGE = "#/experiments?workflowType=machine_learning"
 
 
 def uri_is_server(uri: str) -> bool:

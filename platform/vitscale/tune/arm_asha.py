@@ -13,7 +13,8 @@ the plain scheduler. Every kind stops on the first objective (single objective, 
   asked of each arm's scheduler in turn.
 - `median`: `MedianStoppingRule` (stop a trial whose best result is below the median of the
   running averages of the arm's other trials at the same epoch, once `min_samples_required`
-  trials of the arm reached it, after `grace_period` epochs).
+  trials of the arm reached it, after `grace_period` epochs); with fewer, Tune may pause a trial to let pending ones run (it
+  resumes from its checkpoint).
 """
 
 from __future__ import annotations
