@@ -1,0 +1,80 @@
+"""HyperBand and median stopping through Ray Tune's own classes, one scheduler per arm."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from study_helpers import child_runs, vitscale, write_study
+
+from vitscale.spec import load_study
+from vitscale.spec.errors import SpecError
+from vitscale.tune.arm_asha import ArmScheduler, scheduler_for
+
+TWO_ARMS = {"model.mixer": {"grid": ["attention", "ssog"]}}
+
+
+class _Trial(SimpleNamespace):
+    __hash__ = object.__hash__  # Tune's schedulers keep trials in sets
+
+
+def _trial(trial_id, mixer):
+    return _Trial(trial_id=trial_id, config={"point": {"model.mixer": mixer}, "seed": 0})
+
+
+def test_median_stopping_compares_trials_of_the_same_arm_only(tmp_path):
+    spec = load_study(
+        write_study(
+            tmp_path, "median", space=TWO_ARMS, scheduler={"type": "median", "min_samples_required": 1}
+        ),
+        ["trial.train.epochs=4"],
+    )
+    scheduler = scheduler_for(spec, "val_top1", "max", 4)
+    assert isinstance(scheduler, ArmScheduler) and scheduler.kind == "median"
+    a1, a2, s1 = _trial("a1", "attention"), _trial("a2", "attention"), _trial("s1", "ssog")
+    tune = SimpleNamespace(get_live_trials=lambda: [])  # nothing waiting: no pause to yield time
+    for t in (a1, a2, s1):
+        scheduler.on_trial_add(tune, t)
+    for epoch in (1, 2):
+        assert scheduler.on_trial_result(tune, a1, {"epoch": epoch, "val_top1": 0.9}) == "CONTINUE"
+    scheduler.on_trial_complete(tune, a1, {"epoch": 2, "val_top1": 0.9})
+    # Below attention's median, but alone in its arm: goes on.
+    assert scheduler.on_trial_result(tune, s1, {"epoch": 2, "val_top1": 0.1}) == "CONTINUE"
+    # Below the median of its own arm: stopped.
+    assert scheduler.on_trial_result(tune, a2, {"epoch": 2, "val_top1": 0.1}) == "STOP"
+
+
+def test_early_stopping_needs_one_objective(tmp_path):
+    study = write_study(
+        tmp_path,
+        "two",
+        space=TWO_ARMS,
+        scheduler={"type": "hyperband"},
+        objectives=[{"metric": "val_top1", "mode": "max"}, {"metric": "params", "mode": "min"}],
+    )
+    with pytest.raises(SpecError, match="hyperband stops trials on one metric"):
+        load_study(study)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("kind", ["hyperband", "median"])
+def test_a_small_study_runs_under_the_scheduler(tmp_path, kind):
+    options = {"type": kind, "max_t": 2, "reduction_factor": 2} if kind == "hyperband" else {"type": kind}
+    study = write_study(
+        tmp_path,
+        f"sched-{kind}",
+        space={"model.width": {"choice": [8, 16]}, "train.lr": {"loguniform": [1.0e-3, 1.0e-2]}},
+        search={"algorithm": "random", "num_samples": 4, "max_concurrent_trials": 2},
+        scheduler=options,
+    )
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    vitscale(
+        "study", "run", str(study), "--tracking-uri", uri, "--storage", str(tmp_path / "r"),
+        "--num-cpus", "2", "--quiet", "--set", "trial.data.num_train=128", "--set", "trial.data.num_val=64",
+        cwd=tmp_path,
+    )  # fmt: skip
+    runs = child_runs(uri, f"sched-{kind}")
+    assert len(runs) == 4
+    assert all(r.data.tags["vitscale.status"] == "FINISHED" for r in runs)
+    assert all(r.data.metrics.get("epoch", 0) >= 1 for r in runs)
