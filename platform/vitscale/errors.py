@@ -2,7 +2,8 @@
 
 `UserError` is anything the user can fix (a spec key, a path, a flag, an unreachable
 service): the CLI prints its message as one line and exits with code 2. Everything else
-is a bug and keeps its traceback. `TrialFailure` subclasses end one trial, never a study.
+is a bug and keeps its traceback. `TrialFailure` subclasses end one trial, never a study;
+`DataError` is both.
 """
 
 
@@ -26,6 +27,16 @@ class TrialDiverged(TrialFailure):
     """The training loss became NaN or infinite."""
 
     reason = "diverged"
+
+
+class DataError(UserError, TrialFailure):
+    """A data set on disk cannot be read: missing, truncated, corrupt, or not in the expected layout.
+
+    Outside a study it is a UserError (one line naming the path, exit 2); inside a study it ends
+    the trial as FAILED with reason `data_error` (a retry would read the same bytes).
+    """
+
+    reason = "data_error"
 
 
 class TrialOutOfMemory(TrialFailure):
