@@ -43,3 +43,14 @@ class TrialOutOfMemory(TrialFailure):
     """The trial's device ran out of memory."""
 
     reason = "out_of_memory"
+
+
+class TeacherMismatch(UserError, TrialFailure):
+    """A distillation teacher (`train.distill.teacher`) cannot guide this student: different
+    width, token grid, prefix tokens or depth, or a teacher that cannot be found or read.
+
+    From `vitscale train` a UserError (one line naming both configs, exit 2); in a study the
+    trial ends FAILED with reason `teacher_mismatch` (every retry would load the same teacher).
+    """
+
+    reason = "teacher_mismatch"

@@ -41,6 +41,18 @@ def train(
         Path | None, typer.Option(help="write a checkpoint every epoch into this folder")
     ] = None,
     resume: Annotated[bool, typer.Option(help="continue from the checkpoint in --checkpoint-dir")] = False,
+    distill_teacher: Annotated[
+        str | None,
+        typer.Option(help="distil from this teacher: checkpoint file/folder, MLflow run id or models:/ URI"),
+    ] = None,
+    distill_weight: Annotated[
+        float, typer.Option(help="λ of the trajectory term ‖x(t_k) − h_k‖² / ‖h_k‖² per token")
+    ] = 1.0,
+    distill_layers: Annotated[
+        str, typer.Option(help="teacher blocks k matched at t_k: all | 1,2,...")
+    ] = "all",
+    distill_schedule: Annotated[str, typer.Option(help="constant | linear_decay (λ to 0)")] = "constant",
+    distill_logit_weight: Annotated[float, typer.Option(help="weight of KL to the teacher's logits")] = 0.0,
     tracking_uri: Annotated[str, typer.Option(help="MLflow tracking URI")] = "sqlite:///mlflow.db",
     experiment: Annotated[str, typer.Option(help="MLflow experiment")] = "vitscale-train",
     track: Annotated[bool, typer.Option("--track/--no-track", help="log the run to MLflow")] = True,
@@ -56,6 +68,12 @@ def train(
     from vitscale.tracking import queued, store
     from vitscale.train import TrialConfig, fit
 
+    distill = None
+    if distill_teacher is not None:
+        distill = _distill(
+            distill_teacher, distill_weight, distill_layers, distill_schedule, distill_logit_weight,
+            tracking_uri, checkpoint_dir,
+        )  # fmt: skip
     config = TrialConfig.model_validate(
         {
             "model": model_overrides,
@@ -75,6 +93,7 @@ def train(
                 "seed": seed,
                 "device": device,
                 "compile": compile_model,
+                "distill": distill,
             },
         }
     ).resolved()
@@ -129,6 +148,33 @@ def train(
     final = {**result.metrics, **({"mlflow_run_id": run_id} if run_id else {})}
     if as_json:
         print(json.dumps(final))
+
+
+def _distill(teacher, weight, layers, schedule, logit_weight, tracking_uri, checkpoint_dir) -> dict:
+    """`train.distill` from the flags; an MLflow teacher is downloaded here, once."""
+    import tempfile
+
+    from vitscale.train.teacher import resolve_source
+
+    if layers != "all":
+        try:
+            layers = [int(k) for k in layers.split(",")]
+        except ValueError:
+            raise UserError(f"--distill-layers: {layers!r} is not `all` or a list like 1,2,4") from None
+    where = (
+        Path(checkpoint_dir) / "teacher"
+        if checkpoint_dir
+        else Path(tempfile.mkdtemp(prefix="vitscale-teacher-"))
+    )
+    path, run_id = resolve_source(teacher, tracking_uri, where)
+    return {
+        "teacher": str(path),
+        "teacher_run_id": run_id,
+        "weight": weight,
+        "layers": layers,
+        "schedule": schedule,
+        "logit_weight": logit_weight,
+    }
 
 
 def _same_config_as_checkpoint(config, checkpoint_dir: Path, resume: bool) -> None:

@@ -10,7 +10,7 @@ and the mixers receive the grid shape with every call.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -165,6 +165,30 @@ class VisionTransformer(nn.Module):
             x, grid_hw = self.embed(images)
             x = self.norm(self.blocks(x, grid_hw))
             return self.head(x[:, 0])
+        finally:
+            for mixer in self._caching_mixers:
+                mixer.close_cache()
+
+    def forward_states(self, images: Tensor, layers: Sequence[int]) -> tuple[Tensor, Tensor]:
+        """(logits, token states (len(layers), B, T, C)) with the states before the final norm:
+        after block k for discrete and looped models, x(t_k) at t_k = k · t_end / depth for ODE
+        models (one solve: the t_k join odeint's output grid, see `NeuralOde.trajectory`). The
+        logits are those of `forward`."""
+        for mixer in self._caching_mixers:
+            mixer.open_cache()
+        try:
+            x, grid_hw = self.embed(images)
+            regime, depth = self.blocks, self.config.depth
+            if hasattr(regime, "trajectory"):
+                x, states = regime.trajectory(x, grid_hw, regime.layer_times(layers, depth))
+            else:
+                blocks = list(regime.blocks) if hasattr(regime, "blocks") else [regime.block] * depth
+                after = {}
+                for k, block in enumerate(blocks, start=1):
+                    x = block(x, grid_hw)
+                    after[k] = x
+                states = torch.stack([after[k] for k in layers])
+            return self.head(self.norm(x)[:, 0]), states
         finally:
             for mixer in self._caching_mixers:
                 mixer.close_cache()

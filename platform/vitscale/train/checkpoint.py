@@ -29,6 +29,7 @@ class TrainState:
     scheduler: dict[str, Any]
     rng: dict[str, Any]
     history: list[dict[str, float]]
+    model_config: dict[str, Any] | None = None  # the model as built: lets a checkpoint be a teacher
 
 
 def capture_rng(data_generator: torch.Generator) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -19,6 +20,81 @@ GENERIC_RECIPE: dict[str, Any] = {
     "label_smoothing": 0.1,
 }
 _RECIPE_NOTE = "default: the data set's recommended recipe, else "
+
+
+SAME = "same"  # a `where:` value meaning "this trial's own value" (one teacher per mixer, say)
+
+
+def _get_in(data: Any, path: str) -> Any:
+    for part in path.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+class TeacherRef(BaseModel):
+    """`train.distill.teacher: {best_of: STUDY, where: {...}}`: the best trial of an earlier study.
+
+    Resolved through MLflow when a study starts (`vitscale.train.teacher.resolve_best_of`): among
+    that study's finished trials whose params match `where`, the one with the best final
+    `val_top1` (validation, never test). A `where` value `same` takes the trial's own value, so one
+    file distils each mixer from its own discrete teacher; the table of resolved teachers is kept
+    in `resolved` (key: the JSON list of the trial's `same` values) and recorded in the spec.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    best_of: str = Field(description="name of the study (MLflow experiment) that trained the teachers")
+    where: dict[str, Any] = Field(
+        default_factory=dict,
+        description="params the teacher's run must have ({model.regime: discrete}); `same` = the trial's value",
+    )
+    resolved: dict[str, dict[str, str]] | None = Field(
+        None, description="set at study start: same-values -> {path, run_id}; do not write by hand"
+    )
+
+    def same_keys(self) -> list[str]:
+        return [k for k, v in self.where.items() if v == SAME]
+
+
+class DistillConfig(BaseModel):
+    """`train.distill`: ODE-ViT trajectory distillation (see `vitscale.train.distill`).
+
+    loss = CE + λ(step) · mean_k err(x(t_k), h_k) [+ logit_weight · T² · KL(teacher ‖ student)]
+    with t_k = k · t_end / depth and err the per-token relative squared error ‖x − h‖² / ‖h‖²,
+    averaged over tokens (cls included), images and the chosen k. weight 0 and logit_weight 0 =
+    off (the teacher is not even loaded): a `train.distill.weight` choice of 0 is the scratch arm.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    teacher: str | TeacherRef | None = Field(
+        None,
+        description="checkpoint file or folder, MLflow run id, runs:/ID or models:/NAME/VERSION URI, "
+        "or {best_of: STUDY, where: {...}}",
+    )
+    teacher_run_id: str | None = Field(
+        None, description="the MLflow run the teacher came from (set when resolved)"
+    )
+    weight: float = Field(
+        1.0, ge=0, description="λ of the trajectory term (per-token relative squared error)"
+    )
+    layers: Literal["all"] | list[int] = Field(
+        "all", description="teacher blocks k matched at t_k: all | [k, ...]"
+    )
+    schedule: Literal["constant", "linear_decay"] = Field(
+        "constant", description="λ over training: constant, or linear from λ to 0 over the epochs"
+    )
+    logit_weight: float = Field(
+        0.0, ge=0, description="weight of KL(teacher logits ‖ student logits); 0 = off"
+    )
+    temperature: float = Field(1.0, gt=0, description="softmax temperature of the logit term")
+
+    @property
+    def active(self) -> bool:
+        return self.weight > 0 or self.logit_weight > 0
+
+    def layer_list(self, depth: int) -> list[int]:
+        return list(range(1, depth + 1)) if self.layers == "all" else sorted(set(self.layers))
 
 
 class TrainConfig(BaseModel):
@@ -43,6 +119,9 @@ class TrainConfig(BaseModel):
     amp: bool = Field(True, description="bf16 autocast on CUDA (ignored on CPU)")
     compile: bool = Field(False, description="torch.compile the model")
     threads: int | None = Field(None, ge=1, description="torch CPU threads; default: the trial's CPUs")
+    distill: DistillConfig | None = Field(
+        None, description="trajectory distillation from a trained teacher (ODE students); null = off"
+    )
 
 
 class TrialConfig(BaseModel):
@@ -84,6 +163,24 @@ class TrialConfig(BaseModel):
                 "set only data.resolution"
             )
         return {**values, "model": {**model, "image_size": resolution}}
+
+    @model_validator(mode="after")
+    def _pick_resolved_teacher(self) -> TrialConfig:
+        """A `best_of` teacher resolved at study start: this trial's entry becomes its teacher."""
+        distill = self.train.distill
+        ref = distill.teacher if distill is not None else None
+        if not isinstance(ref, TeacherRef) or ref.resolved is None:
+            return self
+        values = self.model_dump(mode="json")
+        key = json.dumps([_get_in(values, k) for k in ref.same_keys()])
+        entry = ref.resolved.get(key)
+        if entry is None:
+            raise ValueError(
+                f"train.distill.teacher: study {ref.best_of!r} has no finished teacher for "
+                f"{dict(zip(ref.same_keys(), json.loads(key), strict=True))} (has: {sorted(ref.resolved)})"
+            )
+        distill = distill.model_copy(update={"teacher": entry["path"], "teacher_run_id": entry["run_id"]})
+        return self.model_copy(update={"train": self.train.model_copy(update={"distill": distill})})
 
     def resolved(self) -> TrialConfig:
         """This trial with every unset recipe value filled: the data set's recommendation, else

@@ -33,6 +33,7 @@ from vitscale.train.checkpoint import (
     save_checkpoint,
 )
 from vitscale.train.config import TrialConfig
+from vitscale.train.distill import EpochDistillStats, make_distiller
 from vitscale.train.evaluate import did_not_train, evaluate
 from vitscale.train.progress import EpochProgress
 from vitscale.train.schedule import warmup_cosine
@@ -152,6 +153,9 @@ def fit(
         min_lr_ratio=train_cfg.min_lr_ratio,
     )
     generator = vdata.make_generator(bundle, train_cfg.seed)
+    distiller = make_distiller(
+        train_cfg.distill, model_config, config.data.resolution, device, steps_per_epoch * train_cfg.epochs
+    )
 
     history: list[dict[str, float]] = []
     start = find_checkpoint(checkpoint_dir) if resume_from is None else Path(resume_from)
@@ -192,6 +196,7 @@ def fit(
                 device,
                 epoch,
                 progress,
+                distiller,
             )
             train_seconds = time.perf_counter() - t0
             val_stats = evaluate(runner, bundle, config, autocast)
@@ -219,6 +224,7 @@ def fit(
                         scheduler=scheduler.state_dict(),
                         rng=capture_rng(generator),
                         history=history,
+                        model_config=model_config.model_dump(mode="json"),
                     ),
                 )
             progress.epoch_done(epoch, metrics)
@@ -240,8 +246,11 @@ def _train_epoch(
     device,
     epoch,
     progress,
+    distiller=None,
 ) -> dict[str, float]:
     runner.train()
+    distill_stats = EpochDistillStats(distiller, device)
+    first_step = (epoch - 1) * vdata.num_train_batches(bundle, batch_size)
     loss_sum = torch.zeros((), device=device)
     window_start = 1  # first step whose loss is in loss_sum but not yet checked
     forward_nfe = backward_nfe = 0
@@ -252,8 +261,14 @@ def _train_epoch(
             vdata.train_batches(bundle, config.data, batch_size, generator), start=1
         ):
             with autocast:
-                logits = runner(images)
+                if distiller is None:
+                    logits, extra = runner(images), None
+                else:  # one solve gives the logits and x(t_k) (train.distill)
+                    logits, extra, parts = distiller.forward(model, images, first_step + step - 1)
+                    distill_stats.add(parts)
                 loss = F.cross_entropy(logits.float(), labels, label_smoothing=config.train.label_smoothing)
+                if extra is not None:
+                    loss = loss + extra
             after_forward = model.nfe_count
             optimizer.zero_grad(set_to_none=True)
             with backward_guard(model):
@@ -275,6 +290,7 @@ def _train_epoch(
     except torch.OutOfMemoryError as exc:
         raise TrialOutOfMemory(f"out of memory at epoch {epoch}: {str(exc).splitlines()[0]}") from exc
     stats = {"train_loss": (loss_sum / max(steps, 1)).item()}
+    stats.update(distill_stats.metrics(first_step + steps - 1))
     if model.nfe_count is not None and steps:
         stats["nfe_mean"] = forward_nfe / steps
         if backward_nfe:

@@ -21,7 +21,7 @@ compute). An attempted step below eps(state dtype)·t_end — which would need m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -123,6 +123,31 @@ class NeuralOde(nn.Module):
         return {"method": s.solver, "rtol": s.rtol, "atol": s.atol, "options": options}
 
     def forward(self, x: Tensor, grid_hw: tuple[int, int]) -> Tensor:
+        return self.solve(x, grid_hw)[-1]
+
+    def layer_times(self, layers: Sequence[int], depth: int) -> list[float]:
+        """t_k = k · t_end / depth: the times at which a depth-`depth` discrete model's block k ends."""
+        return [k * self.t_end / depth for k in layers]
+
+    def trajectory(
+        self, x: Tensor, grid_hw: tuple[int, int], times: Sequence[float]
+    ) -> tuple[Tensor, Tensor]:
+        """(x(t_end), x(times) stacked as (len(times), B, T, C)) from ONE solve over [0, t_end].
+
+        The times go into odeint's output grid, so no extra integration happens: fixed-grid
+        solvers keep the grid of `step_size` from 0 and return x at a grid point exactly (a time
+        between grid points is linearly interpolated between its neighbours); adaptive solvers
+        step as they would anyway and read x(t_k) off their dense-output interpolant. NFE is
+        that of `forward`. With the adjoint, the states come from the forward solve; the
+        backward solve restarts at each t_k (one segment per interval)."""
+        inner = sorted({float(t) for t in times if 0.0 < float(t) < self.t_end})
+        ys = self.solve(x, grid_hw, inner)
+        index = {0.0: 0, **{t: i + 1 for i, t in enumerate(inner)}, self.t_end: len(inner) + 1}
+        picked = [ys[index[float(t)]] for t in times]
+        return ys[-1], torch.stack(picked) if picked else ys[:0]
+
+    def solve(self, x: Tensor, grid_hw: tuple[int, int], inner: Sequence[float] = ()) -> Tensor:
+        """x at [0, *inner, t_end] (inner: increasing times strictly inside the interval)."""
         calls = 0
 
         adaptive = self.settings.solver not in FIXED_GRID_SOLVERS
@@ -157,7 +182,7 @@ class NeuralOde(nn.Module):
         field.callback_step = underflow_guard  # type: ignore[attr-defined]
         field.callback_step_adjoint = underflow_guard  # type: ignore[attr-defined]
         time_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
-        t = torch.tensor([0.0, self.t_end], dtype=time_dtype, device=x.device)
+        t = torch.tensor([0.0, *inner, self.t_end], dtype=time_dtype, device=x.device)
         with solver_errors(self.settings, self.t_end):
             if self.settings.adjoint:
                 params = tuple(p for p in self.block.parameters() if p.requires_grad)
@@ -165,7 +190,7 @@ class NeuralOde(nn.Module):
             else:
                 ys = odeint(field, x, t, **self.solver_kwargs())
         self.last_nfe = calls
-        return ys[-1]
+        return ys
 
     def extra_repr(self) -> str:
         return describe(self.settings, self.t_end)
