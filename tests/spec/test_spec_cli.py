@@ -28,7 +28,7 @@ def test_validate_ok(capsys):
     code, out, err = run(capsys, "study", "validate", *files)
     assert code == 0 and err == ""
     assert out.count("OK ") == len(files)
-    assert "quickstart (train, grid): 24 trials = 12 grid points x 2 seeds" in out
+    assert "quickstart (train, grid): 18 trials = 6 grid points x 3 seeds" in out
 
 
 def test_validate_bad_files_exit_2_with_every_error(capsys, write):

@@ -54,7 +54,7 @@ def test_submit_runs_the_study_as_a_ray_job(ray_cluster, mlflow_server, tmp_path
         "trial.data.num_val=96",
         "trial.train.epochs=1",
         "scheduler.type=fifo",
-        "search.seeds=[0]",  # quickstart runs two seeds; one is enough here
+        "search.seeds=[0]",  # quickstart runs three seeds; one is enough here
     ]
     sets = [arg for item in shrink for arg in ("--set", item)]
     proc = vitscale(

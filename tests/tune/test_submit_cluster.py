@@ -31,6 +31,7 @@ TINY = [
     "trial.data.num_train=256",
     "trial.data.num_val=96",
     "trial.train.epochs=2",
+    "search.seeds=[0, 1]",
 ]
 PLANNED = 8
 
