@@ -183,6 +183,8 @@ def fit(
     with progress:
         for epoch in range(len(history) + 1, train_cfg.epochs + 1):
             t0 = time.perf_counter()
+            if device.type == "cuda":  # peak_memory_mb: this epoch's peak (CPU: the process's, ever)
+                torch.cuda.reset_peak_memory_stats(device)
             train_stats = _train_epoch(
                 runner,
                 model,
@@ -209,6 +211,7 @@ def fit(
                 "train_images_per_second": steps_per_epoch * batch_size / max(train_seconds, 1e-9),
                 "params": float(params),
                 "flops_per_image": cost.flops(val_stats.get("val_nfe_mean")),
+                "peak_memory_mb": peak_memory_mb(device),
             }
             if epoch == train_cfg.epochs:  # finished: the one look at test, reported only
                 metrics.update(evaluate(runner, bundle, config, autocast, split="test"))
@@ -296,6 +299,15 @@ def _train_epoch(
         if backward_nfe:
             stats["nfe_backward_mean"] = backward_nfe / steps
     return stats
+
+
+def peak_memory_mb(device: torch.device) -> float:
+    """CUDA: the peak allocated since the epoch began; CPU: the process's peak RSS (ru_maxrss, KiB on Linux)."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _check_finite(loss_sum: torch.Tensor, epoch: int, first: int, last: int) -> None:

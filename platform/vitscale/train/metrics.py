@@ -17,6 +17,7 @@ EPOCH_METRICS = (
     "train_images_per_second",
     "nfe_mean",  # ODE: mean vector-field evaluations per training forward (+ backward under the adjoint)
     "val_nfe_mean",  # ODE: mean vector-field evaluations per validation forward
+    "peak_memory_mb",  # CUDA: peak allocated this epoch; CPU: the process's peak RSS so far
 )
 STATIC_METRICS = ("params", "flops_per_image")  # ODE flops_per_image: one field evaluation x val NFE
 SELECTABLE_METRICS = EPOCH_METRICS + STATIC_METRICS
