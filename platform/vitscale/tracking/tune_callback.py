@@ -18,7 +18,7 @@ from typing import Any
 
 from ray.tune import Callback
 
-from vitscale.tracking import layout, store
+from vitscale.tracking import layout, store, trial_artifacts
 from vitscale.tracking.datasets import dataset_inputs
 from vitscale.tracking.queued import QUEUE_DIR, QueuedClient, queued_client
 
@@ -80,6 +80,8 @@ class MlflowStudyCallback(Callback):
         kind: str,
         describe: Callable[[dict], TrialDescription],
         run_tags: dict[str, str] | None = None,
+        checkpoints: str = "none",
+        objectives: list[tuple[str, str]] | None = None,
     ) -> None:
         self.tracking_uri = tracking_uri
         self.experiment_id = experiment_id
@@ -89,6 +91,9 @@ class MlflowStudyCallback(Callback):
         self.describe = describe
         # Tags every child run repeats from its parent (provenance); captured here when not given.
         self.run_tags = run_tags
+        # tracking.checkpoints (best | all | none) and the objectives "best" reads (see trial_artifacts)
+        self.checkpoints = checkpoints
+        self.objectives = list(objectives or [])
         self._client: QueuedClient | None = None
         self._runs: dict[str, str] = {}
         self._node: dict[str, str] = {}
@@ -177,6 +182,7 @@ class MlflowStudyCallback(Callback):
             tags[layout.FAILURE_REASON] = f"{reason}: {result.get(RESULT_FAILURE_MESSAGE, '')}".strip(": ")
         client = self.queue_client([trial])
         store.set_tags(client, run_id, tags)
+        self.log_trial_files(trial, run_id, checkpoint=self.checkpoints == "all" and not reason)
         client.set_terminated(run_id, "FAILED" if reason else "FINISHED")
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
@@ -193,13 +199,66 @@ class MlflowStudyCallback(Callback):
                 layout.STOPPED_EARLY: "false",
             },
         )
+        self.log_trial_files(trial, run_id, checkpoint=False)
         client.set_terminated(run_id, "FAILED")
 
     def on_trial_recover(self, iteration, trials, trial, **info) -> None:
         """Tune restarts the trial from its last checkpoint (its worker or node was lost)."""
         store.set_tags(self.queue_client([trial]), self.run_id(trial), {layout.RESTARTS: trial.num_failures})
 
+    # -- artifacts (tracking.trial_artifacts) --------------------------------------------------
+    def log_trial_files(self, trial, run_id: str, checkpoint: bool, why: str = "all") -> None:
+        """The trial's stdout/stderr under logs/ and, if asked, its final checkpoint under checkpoint/."""
+        client = self.queue_client([trial])
+        staging = Path(trial.remote_experiment_path) / trial_artifacts.STAGING_DIR
+        try:
+            for path in trial_artifacts.stage_logs(trial, staging):
+                client.log_artifact(run_id, str(path), trial_artifacts.LOGS_ARTIFACT)
+        except OSError:
+            pass  # logs are a convenience: never fail the study over them
+        found = trial_artifacts.final_checkpoint(trial) if checkpoint else None
+        if found is not None:
+            client.log_artifact(run_id, str(found), trial_artifacts.CHECKPOINT_ARTIFACT)
+            store.set_tags(client, run_id, {trial_artifacts.CHECKPOINT_TAG: why})
+
+    def arm_of(self, trial, description: TrialDescription) -> str:
+        """The group `best` picks one configuration in: mixer x regime."""
+        params = description.params
+        return f"{params.get('model.mixer')}/{params.get('model.regime')}"
+
+    def log_best_checkpoints(self, trials) -> None:
+        """`tracking.checkpoints: best`: the final checkpoints of every replicate of the best
+        configuration per arm (or of each Pareto configuration), by the validation objectives."""
+        if self.checkpoints != "best" or not self.objectives or not trials:
+            return
+        entries = []
+        for trial in trials:
+            result = trial.last_result or {}
+            planned, epoch = result.get(RESULT_PLANNED_EPOCHS), result.get("epoch")
+            if trial.status != "TERMINATED" or result.get(RESULT_FAILURE_REASON):
+                continue
+            if planned is None or epoch is None or epoch < planned:
+                continue  # stopped early or never reported: not a finished configuration
+            description = self.describe(trial.config)
+            entries.append(
+                {
+                    "trial": trial,
+                    "arm": self.arm_of(trial, description),
+                    "config_key": description.config_key,
+                    "metrics": result,
+                }
+            )
+        for entry in trial_artifacts.choose_best(entries, self.objectives):
+            trial = entry["trial"]
+            found = trial_artifacts.final_checkpoint(trial)
+            if found is not None:
+                client = self.queue_client([trial])
+                run_id = self.run_id(trial)
+                client.log_artifact(run_id, str(found), trial_artifacts.CHECKPOINT_ARTIFACT)
+                store.set_tags(client, run_id, {trial_artifacts.CHECKPOINT_TAG: "best"})
+
     def on_experiment_end(self, trials, **info) -> None:
+        self.log_best_checkpoints(trials)
         # Trials that never finished (e.g. the run was interrupted) stay RUNNING; `resume` ends them.
         # The driver (tune.run) waits for the queue to be sent before it reads the summary.
         client = self.queue_client(trials) if trials else store.client_for(self.tracking_uri)

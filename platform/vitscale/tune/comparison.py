@@ -76,6 +76,8 @@ def _callback(execution, phase_spec, phase: str, arm: dict | None) -> PhaseCallb
         phase=phase,
         arm=arm,
         arm_fields=list(execution.spec.arms),
+        checkpoints=execution.spec.tracking.checkpoints,
+        objectives=[(o.metric, o.mode) for o in phase_spec.objectives],
     )
 
 

@@ -36,5 +36,8 @@ class PhaseCallback(MlflowStudyCallback):
         queue_client = getattr(self, "queue_client", None)
         return queue_client([trial]) if queue_client else self.client
 
+    def arm_of(self, trial, description) -> str:
+        return self._arm_tag(trial.config)  # tracking.checkpoints: best picks per comparison arm
+
     def on_experiment_end(self, trials, **info) -> None:
-        pass  # the comparison ends the parent run after its last phase
+        self.log_best_checkpoints(trials)  # the comparison ends the parent run after its last phase

@@ -115,7 +115,11 @@ def build_tuner(execution, verbose: int = 1, *, callback=None, search=None) -> t
         study=spec.name,
         kind=spec.kind,
         describe=functools.partial(describe_trial, spec=spec),
+        checkpoints=spec.tracking.checkpoints,
+        objectives=[(o.metric, o.mode) for o in spec.objectives],
     )
+    from vitscale.tracking.wandb import wandb_callbacks
+
     return tune.Tuner(
         trainable_for(spec),
         param_space=param_space,
@@ -132,7 +136,11 @@ def build_tuner(execution, verbose: int = 1, *, callback=None, search=None) -> t
             storage_path=str(execution.directory.parent),
             failure_config=tune.FailureConfig(max_failures=spec.failure.max_failures),
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
-            callbacks=[callback],
+            # Each trial's stdout/stderr in its folder (synced to storage with every checkpoint),
+            # logged to its child run at completion (tracking.trial_artifacts).
+            log_to_file=True,
+            sync_config=tune.SyncConfig(sync_artifacts=True),
+            callbacks=[callback, *wandb_callbacks(spec, execution.directory)],
             verbose=verbose,
             progress_reporter=_reporter(spec),
         ),
