@@ -100,7 +100,9 @@ class TrackingConfig(_Section):
         "(or per Pareto point), all = every finished trial, none",
     )
     system_metrics: bool = Field(
-        False, description="MLflow system metrics (CPU, memory, GPU) on the parent run"
+        False,
+        description="refused: MLflow samples system metrics in the process owning a run, and trial "
+        "runs are written by the driver; trials report peak_memory_mb per epoch instead",
     )
     wandb: WandbConfig | None = Field(
         None, description="also log every trial to Weights & Biases (extra: wandb)"
