@@ -51,7 +51,7 @@ def test_mlflow_and_parquet_give_the_same_outputs(which, request):
     files_b = sorted(p.relative_to(b.out_dir).as_posix() for p in b.out_dir.rglob("*") if p.is_file())
     assert files_a == files_b
     csvs = [f for f in files_a if f.endswith(".csv")]
-    assert csvs and all(f.startswith(("pareto_", "crossovers", "arms", "deltas")) for f in csvs)
+    assert csvs and all(f.startswith(("pareto_", "crossovers", "arms", "deltas", "importance")) for f in csvs)
     for name in [*csvs, "fits.json", "report.md"]:
         assert (a.out_dir / name).read_text() == (b.out_dir / name).read_text(), name
     assert pq.read_table(a.runs_path).to_pandas().equals(pq.read_table(b.runs_path).to_pandas())  # NaN == NaN

@@ -126,6 +126,10 @@ def analyze(
 
         progress.update(step, advance=1, description="figures")
         res.figure_paths = _figures(res)
+        if res.kind != "benchmark":  # which searched parameters mattered (fANOVA), parallel coordinates
+            from vitscale.analysis.importance import analyse_importance
+
+            res.figure_paths += analyse_importance(runs, snap.context.get("space"), out_dir)[2]
 
         progress.update(step, advance=1, description="report")
         write_report(res, out_dir / "report.md")
