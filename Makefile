@@ -20,10 +20,11 @@ $(STAMP): pyproject.toml constraints.txt
 
 # The mission's question on this machine: every mixer x regime cell trained over 2 seeds (a
 # seed-paired delta per regime, accuracy-parameters front), then the CPU throughput-resolution
-# smoke benchmark; one report per study under reports/.
+# smoke benchmark (discrete regime: 6 mixers + attention math at 32/64 px, 14 timings; drop the
+# --set for all three regimes); one report per study under reports/.
 demo: setup
 	$(BIN)/vitscale study run studies/quickstart.yaml --quiet
-	$(BIN)/vitscale study run studies/throughput_resolution_smoke.yaml --quiet
+	$(BIN)/vitscale study run studies/throughput_resolution_smoke.yaml --quiet --set 'benchmark.regimes=[discrete]'
 	$(BIN)/vitscale analyze quickstart --bootstrap 200
 	$(BIN)/vitscale analyze throughput-resolution-smoke
 	@echo "reports: reports/quickstart/report.md, reports/throughput-resolution-smoke/report.md"
