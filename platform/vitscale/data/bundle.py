@@ -100,9 +100,27 @@ def split_validation(src: Source, config: DataConfig) -> tuple[torch.Tensor, ...
     )
 
 
+# A process-wide cache of bundles, set by a reused trial worker (vitscale.tune.worker_cache); None: off.
+_cache = None
+
+
+def set_cache(cache) -> None:
+    """Route `load` through `cache.get(config, device, read)` (None: read every time)."""
+    global _cache
+    _cache = cache
+
+
 def load(config: DataConfig, device: torch.device | str = "cpu") -> DataBundle:
     """Read `config.dataset`, hold out validation, apply the num_train/num_val/num_test caps
-    (class-balanced, by split_seed), move to `device`."""
+    (class-balanced, by split_seed), move to `device`. Through the worker's cache when one is set:
+    the tensors are then shared between trials and must not be modified in place."""
+    if _cache is not None:
+        return _cache.get(config, device, read)
+    return read(config, device)
+
+
+def read(config: DataConfig, device: torch.device | str = "cpu") -> DataBundle:
+    """`load` without the cache."""
     src: Source = DATASETS[config.dataset](config)
     train_x, train_y, val_x, val_y = split_validation(src, config)
     mean, std = channel_stats(train_x)

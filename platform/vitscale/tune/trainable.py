@@ -4,10 +4,14 @@ It resolves the trial's config from the spec, trains with `vitscale.train.fit`, 
 epoch with its checkpoint. After a worker failure Tune restarts it from that checkpoint. A
 `TrialFailure` (divergence, solver failure, out of memory) is reported as a final result with a
 `failure_reason` instead of raised: retrying would fail the same way, and the study goes on.
+
+Workers are reused between trials (`reuse_actors`, see `tune.tuner`): imports and each data set
+stay loaded in the worker, and `tune.worker_cache.begin_trial` resets what a trial could leave.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import shutil
 import tempfile
@@ -29,7 +33,11 @@ def train_trial(config: dict[str, Any], spec) -> None:
 
     from vitscale.spec import resolve_trial
     from vitscale.train import fit
+    from vitscale.tune.worker_cache import begin_trial
 
+    begin_trial()  # a reused worker: fresh settings, cached data (see tune.worker_cache)
+    # Ray logs a line per checkpoint (one per epoch): a study of 1,000 trials would drown its status table.
+    logging.getLogger("ray.train._internal.storage").setLevel(logging.WARNING)
     trial = resolve_trial(spec, config["point"], config["seed"])
     threads = max(1, int(spec.resources.cpu))
     trial = trial.model_copy(update={"train": trial.train.model_copy(update={"threads": threads})})

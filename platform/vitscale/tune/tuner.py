@@ -128,6 +128,9 @@ def build_tuner(execution, verbose: int = 1, *, callback=None, search=None) -> t
             scheduler=_scheduler(spec),
             num_samples=num_samples,
             max_concurrent_trials=spec.search.max_concurrent_trials,
+            # One worker runs trial after trial (imports and data loaded once; tune.worker_cache
+            # resets the rest). Benchmarks time and measure memory: they get a fresh process each.
+            reuse_actors=spec.kind != "benchmark",
             trial_name_creator=lambda trial: trial.trial_id,
             trial_dirname_creator=lambda trial: trial.trial_id,
         ),

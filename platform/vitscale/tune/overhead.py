@@ -1,0 +1,143 @@
+"""How much of a finished study's trial-slot time went into training epochs.
+
+Definitions (all read back from MLflow, the study's record):
+
+- a trial's interval: its child run's start_time to end_time, i.e. the driver's Tune
+  `on_trial_start` (a fresh or reused worker got the trial) to `on_trial_complete`;
+- span: the first trial's start to the last trial's end (the driver's Ray start, before the
+  first trial, is shown apart as `before_first_trial_s`);
+- slots: the study's concurrency, measured as the largest number of trial intervals that
+  overlap at any instant (pass `--slots` to use a nominal figure instead);
+- slot time = slots x span: what the study held;
+- epoch time: the sum of `epoch_seconds` (train + validation of one epoch, as `train.fit`
+  reports it) over every epoch of every trial;
+- in-epochs share = epoch time / slot time. Everything else — worker start, imports, data
+  loading, model build, checkpoints, the final test evaluation, Tune's scheduling — is overhead.
+  `trial_share` divides by the sum of trial intervals instead (overhead inside the trials only).
+
+    python -m vitscale.tune.overhead quickstart --tracking-uri sqlite:///mlflow.db [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict, dataclass
+
+from vitscale.tracking import layout
+
+
+@dataclass
+class Overhead:
+    study: str
+    parent_run_id: str
+    trials: int
+    epochs: int
+    epoch_s: float
+    span_s: float
+    slots: int
+    slot_s: float
+    share: float  # epoch_s / slot_s
+    trial_s: float  # sum of the trials' own intervals
+    trial_share: float
+    before_first_trial_s: float  # parent run start -> first trial start (Ray start, search setup)
+    mean_trial_s: float
+
+    def lines(self) -> list[str]:
+        return [
+            f"{self.study}: {self.trials} trials, {self.epochs} epochs, {self.epoch_s:.1f} s in epochs",
+            f"span {self.span_s:.1f} s (first trial start -> last trial end) x {self.slots} slots "
+            f"= {self.slot_s:.1f} s slot time",
+            f"in epochs: {100 * self.share:.1f} % of slot time, {100 * self.trial_share:.1f} % of trial time "
+            f"({self.trial_s:.1f} s; mean trial {self.mean_trial_s:.1f} s)",
+            f"before the first trial: {self.before_first_trial_s:.1f} s (driver: Ray start, setup)",
+        ]
+
+
+def peak_overlap(intervals: list[tuple[float, float]]) -> int:
+    """The largest number of intervals open at one instant (an end at t closes before a start at t)."""
+    events = sorted(
+        [(s, 1) for s, _ in intervals] + [(e, -1) for _, e in intervals], key=lambda x: (x[0], x[1])
+    )
+    peak = now = 0
+    for _, step in events:
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+def measure(client, study: str, parent_run_id: str | None = None, slots: int | None = None) -> Overhead:
+    from vitscale.analysis.runs import search_all
+    from vitscale.errors import UserError
+
+    quoted = study.replace("'", "\\'")
+    if parent_run_id is None:
+        experiments = [e.experiment_id for e in client.search_experiments()]
+        parents = search_all(
+            client, experiments, f"tags.`{layout.ROLE}` = 'study' AND tags.`{layout.STUDY}` = '{quoted}'"
+        )
+        if not parents:
+            raise UserError(f"study '{study}' not found in this MLflow store; pass --tracking-uri")
+        parent = max(parents, key=lambda r: r.info.start_time or 0)
+    else:
+        parent = client.get_run(parent_run_id)
+    filt = f"tags.`{layout.PARENT_RUN_ID}` = '{parent.info.run_id}'"
+    runs = [
+        r
+        for r in search_all(client, [parent.info.experiment_id], filt)
+        if r.data.tags.get(layout.ROLE) == "trial" and r.info.end_time
+    ]
+    if not runs:
+        raise UserError(f"study '{study}': no finished trial runs under parent run {parent.info.run_id}")
+    intervals = [(r.info.start_time / 1000, r.info.end_time / 1000) for r in runs]
+    epoch_s, epochs = 0.0, 0
+    for run in runs:
+        history = client.get_metric_history(run.info.run_id, "epoch_seconds")
+        epoch_s += sum(m.value for m in history)
+        epochs += len(history)
+    first, last = min(s for s, _ in intervals), max(e for _, e in intervals)
+    span = last - first
+    k = slots or peak_overlap(intervals)
+    trial_s = sum(e - s for s, e in intervals)
+    return Overhead(
+        study=study,
+        parent_run_id=parent.info.run_id,
+        trials=len(runs),
+        epochs=epochs,
+        epoch_s=epoch_s,
+        span_s=span,
+        slots=k,
+        slot_s=k * span,
+        share=epoch_s / (k * span) if span > 0 else float("nan"),
+        trial_s=trial_s,
+        trial_share=epoch_s / trial_s if trial_s > 0 else float("nan"),
+        before_first_trial_s=first - parent.info.start_time / 1000,
+        mean_trial_s=trial_s / len(runs),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m vitscale.tune.overhead", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("study")
+    parser.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
+    parser.add_argument("--parent-run-id", default=None, help="an execution other than the newest")
+    parser.add_argument("--slots", type=int, default=None, help="nominal concurrency (default: measured)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    from vitscale.errors import UserError
+    from vitscale.tracking import store
+
+    try:
+        result = measure(store.client_for(args.tracking_uri), args.study, args.parent_run_id, args.slots)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(asdict(result), indent=2) if args.json else "\n".join(result.lines()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
