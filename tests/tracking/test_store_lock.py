@@ -27,7 +27,7 @@ def test_two_concurrent_trains_on_a_fresh_sqlite_store_both_succeed(tmp_path):
         for seed in (0, 1)
     ]
     outputs = [p.communicate(timeout=300) for p in procs]
-    for proc, (out, err) in zip(procs, outputs, strict=True):
+    for proc, (_out, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, err[-3000:]
     run_ids = {json.loads(out.strip().splitlines()[-1])["mlflow_run_id"] for out, _ in outputs}
     client = MlflowClient(tracking_uri=uri)
