@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -121,6 +122,19 @@ def test_reused_worker_trains_each_trial_as_a_fresh_process_would(cached):
     assert worker_cache.worker_cache().hits == 1
     assert other.model_config.image_size == 8
     assert first == second == fresh_a
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="Linux only")
+def test_a_new_trial_starts_the_peak_memory_again(cached):
+    """CPU peak_memory_mb is the process's peak RSS: a trial must not inherit its predecessor's."""
+    from vitscale.train.loop import peak_memory_mb
+
+    big = torch.ones(64 * 2**20, dtype=torch.uint8)  # a previous trial's 64 MiB
+    big.fill_(2)
+    del big
+    before = peak_memory_mb(torch.device("cpu"))
+    begin_trial()
+    assert peak_memory_mb(torch.device("cpu")) < before - 32
 
 
 @pytest.mark.slow

@@ -11,8 +11,9 @@ data — and resets everything else a trial could leave behind:
   each trial gets its own `DataBundle` object, so a trial can neither see nor leave changes.
 - `begin_trial`: before each trial, forget compiled graphs (`torch.compile` would otherwise hit
   its recompile limit after a few trials and quietly fall back to eager), turn autograd back on,
-  and restore the worker's default thread count and dtype. Seeds, model, optimiser and data
-  generator are made fresh by `train.fit` from the trial's own seed.
+  restore the worker's default thread count and dtype, and start the process's peak RSS (CPU
+  `peak_memory_mb`) again. Seeds, model, optimiser and data generator are made fresh by
+  `train.fit` from the trial's own seed.
 """
 
 from __future__ import annotations
@@ -128,6 +129,17 @@ def begin_trial() -> None:
     torch.set_num_threads(threads)
     torch.set_default_dtype(dtype)
     torch.set_grad_enabled(True)
+    _reset_peak_rss()
     if "torch._dynamo" in sys.modules:  # something compiled here: drop its graphs (importing costs seconds)
         torch.compiler.reset()
     install()
+
+
+def _reset_peak_rss() -> None:
+    """CPU `peak_memory_mb` is the process's peak RSS: in a reused worker, start it again at this
+    trial (Linux: writing 5 to /proc/self/clear_refs resets the high-water mark; elsewhere a no-op)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+    except OSError:
+        pass
