@@ -105,7 +105,7 @@ def test_submit_and_remote_resume_run_as_jobs_on_the_clusters_storage(fake_clien
         "vitscale_study": "quickstart",
         "vitscale_command": "run",
         "vitscale_file": "studies/quickstart.yaml",
-        "vitscale_trials": "24",
+        "vitscale_trials": "18",
         "vitscale_tracking_uri": uri,
         "vitscale_experiment": "quickstart",
     }
