@@ -30,7 +30,7 @@ TINY = [
     "trial.model.depth=1",
     "trial.data.num_train=256",
     "trial.data.num_val=96",
-    "trial.train.epochs=2",
+    "trial.train.epochs=5",  # long enough that the cluster dies with most trials unfinished (workers are reused)
     "search.seeds=[0, 1]",
 ]
 PLANNED = 8
