@@ -92,7 +92,7 @@ def test_the_smoke_study_runs_on_in_process_ray(tmp_path):
         )
         assert child.data.metrics["images_per_second"] > 0 and child.data.metrics["peak_memory_mb"] > 0
         assert child.data.params["bench.device"] == "cpu"
-        assert ("nfe" in child.data.metrics) == (child.data.params["bench.regime"] == "ode")
+        assert ("nfe" in child.data.metrics) == (child.data.params["model.regime"] == "ode")
 
     from vitscale.analysis.pipeline import analyze
 

@@ -130,7 +130,15 @@ def test_comparison_killed_in_its_final_phase_resumes_to_exactly_the_plan(tmp_pa
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     results = tmp_path / "results"
     command = [sys.executable, "-m", "vitscale", "study", "run", str(study), "--tracking-uri", uri]
-    command += ["--storage", str(results), "--num-cpus", "1", "--quiet", "--set", "trial.train.epochs=3"]
+    command += [
+        "--storage",
+        str(results),
+        "--num-cpus",
+        "1",
+        "--quiet",
+        "--set",
+        "trial.train.epochs=10",
+    ]  # final runs slow enough to be killed mid-phase (workers are reused)
     command += ["--set", "search.max_concurrent_trials=1"]
     driver = subprocess.Popen(
         command, cwd=tmp_path, env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

@@ -61,6 +61,27 @@ def mlflow_run_id(trial_id: str, timeout: float = 5.0) -> str | None:
         return run_id
 
 
+def result_metrics(result: dict) -> dict:
+    """The MLflow metrics of one Tune result: everything but Tune's bookkeeping and the config."""
+    return {k: v for k, v in result.items() if k not in _TUNE_KEYS and k != "config"}
+
+
+def completion_tags(result: dict) -> tuple[dict[str, str], str]:
+    """(tags, MLflow status) of a trial Tune finished, from its last result: one place, so a
+    completion recorded late (see `tune.summary.close_completed`) reads exactly as on time."""
+    reason = result.get(RESULT_FAILURE_REASON) or ""
+    planned = result.get(RESULT_PLANNED_EPOCHS)
+    epoch = result.get("epoch")
+    stopped_early = bool(not reason and planned and epoch is not None and epoch < planned)
+    status = "FAILED" if reason else "FINISHED"
+    tags = {layout.STATUS: status, layout.STOPPED_EARLY: str(stopped_early).lower()}
+    if not reason and RESULT_DID_NOT_TRAIN in result:
+        tags[layout.DID_NOT_TRAIN] = str(bool(result[RESULT_DID_NOT_TRAIN])).lower()
+    if reason:
+        tags[layout.FAILURE_REASON] = f"{reason}: {result.get(RESULT_FAILURE_MESSAGE, '')}".strip(": ")
+    return tags, status
+
+
 @dataclass
 class TrialDescription:
     """What MLflow shows of a trial before its first result: name, params, replicate group."""
@@ -164,26 +185,17 @@ class MlflowStudyCallback(Callback):
         step = int(result.get("epoch", result.get("training_iteration", 0)))
         if step <= client.queue.steps.get(run_id, -1):
             return  # re-reported after a restore: already queued (or in MLflow)
-        metrics = {k: v for k, v in result.items() if k not in _TUNE_KEYS and k != "config"}
+        metrics = result_metrics(result)
         store.log_metrics(client, run_id, metrics, step=step)
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         run_id = self.run_id(trial)
         result = trial.last_result or {}
-        reason = result.get(RESULT_FAILURE_REASON) or ""
-        planned = result.get(RESULT_PLANNED_EPOCHS)
-        epoch = result.get("epoch")
-        stopped_early = bool(not reason and planned and epoch is not None and epoch < planned)
-        status = "FAILED" if reason else "FINISHED"
-        tags = {layout.STATUS: status, layout.STOPPED_EARLY: str(stopped_early).lower()}
-        if not reason and RESULT_DID_NOT_TRAIN in result:
-            tags[layout.DID_NOT_TRAIN] = str(bool(result[RESULT_DID_NOT_TRAIN])).lower()
-        if reason:
-            tags[layout.FAILURE_REASON] = f"{reason}: {result.get(RESULT_FAILURE_MESSAGE, '')}".strip(": ")
+        tags, status = completion_tags(result)
         client = self.queue_client([trial])
         store.set_tags(client, run_id, tags)
-        self.log_trial_files(trial, run_id, checkpoint=self.checkpoints == "all" and not reason)
-        client.set_terminated(run_id, "FAILED" if reason else "FINISHED")
+        self.log_trial_files(trial, run_id, checkpoint=self.checkpoints == "all" and status == "FINISHED")
+        client.set_terminated(run_id, status)
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
         run_id = self.run_id(trial)

@@ -200,7 +200,7 @@ def resume_study(
 
 
 def _fit_and_summarise(tuner, execution: StudyExecution):
-    from vitscale.tune.summary import close_orphans, summarise
+    from vitscale.tune.summary import close_completed, close_orphans, summarise
 
     # Snapshot the experiment often (every checkpoint): a killed driver loses little on resume.
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "2")
@@ -217,6 +217,7 @@ def _fit_and_summarise(tuner, execution: StudyExecution):
             f"{tracking.line()}; the tracking server {execution.tracking_uri} is still unreachable"
         )
     client = store.client_for(execution.tracking_uri)
+    close_completed(client, execution, results)
     close_orphans(client, execution, {r.metrics.get("trial_id") for r in results if r.metrics})
     summary = summarise(client, execution)
     summary.tracking = tracking.line()

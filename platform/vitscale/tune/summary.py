@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vitscale.tracking import layout, store
+from vitscale.tracking.tune_callback import completion_tags, result_metrics
 
 
 @dataclass
@@ -69,6 +70,24 @@ def close_orphans(client, execution, live_trial_ids: set[str]) -> None:
                 {layout.STATUS: "KILLED", layout.FAILURE_REASON: "driver stopped before it finished"},
             )
             client.set_terminated(run.info.run_id, "KILLED")
+
+
+def close_completed(client, execution, results) -> None:
+    """Trials Tune finished whose completion never reached MLflow — the driver (or the cluster)
+    died between Tune saving the trial as done and the callback writing it — are finished from
+    Tune's last result, so a resumed study ends with every run in its true state."""
+    last = {r.metrics.get("trial_id"): r.metrics for r in results if r.metrics and r.error is None}
+    for run in child_runs(client, execution.experiment_id, execution.parent_run_id):
+        result = last.get(run.data.tags.get(layout.TRIAL_ID))
+        if result is None or run.data.tags.get(layout.STATUS) != "RUNNING":
+            continue
+        run_id = run.info.run_id
+        epoch = result.get("epoch")
+        if epoch is not None and store.last_logged_step(client, run_id) < int(epoch):
+            store.log_metrics(client, run_id, result_metrics(result), step=int(epoch))
+        tags, status = completion_tags(result)
+        store.set_tags(client, run_id, tags)
+        client.set_terminated(run_id, status)
 
 
 def summarise(client, execution) -> StudySummary:
