@@ -158,6 +158,9 @@ class MlflowStudyCallback(Callback):
         else:
             client.update_run(run_id, status="RUNNING")
             store.set_tags(client, run_id, {layout.STATUS: "RUNNING"})
+            # Idempotent (same values): a driver killed between the journal's create and its
+            # params would otherwise leave the resumed run without them.
+            store.log_params(client, run_id, self.describe(trial.config).params)
         self._runs[trial.trial_id] = run_id
         CHILD_RUNS[trial.trial_id] = (client, run_id)
         return run_id

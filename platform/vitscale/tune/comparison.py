@@ -27,7 +27,7 @@ from vitscale.spec.comparison import arm_key, arm_list, arm_study, final_study
 from vitscale.tracking import layout, queued, store
 from vitscale.tune.phase_callback import PhaseCallback
 from vitscale.tune.selection import choose
-from vitscale.tune.summary import child_runs, close_orphans, summarise
+from vitscale.tune.summary import child_runs, close_completed, close_orphans, summarise
 from vitscale.tune.tuner import build_tuner, describe_trial, trainable_for
 
 STATE_FILE = "comparison.json"
@@ -115,6 +115,7 @@ def run_comparison(execution, verbose: int = 1):
             execution, f"tune-{i}", phase_spec, _callback(execution, phase_spec, "tune", arm), verbose=verbose
         )
         live |= {r.metrics.get("trial_id") for r in results if r.metrics}
+        close_completed(client, execution, results)
         choice = choose(results, key, arm, list(spec.search.seeds), objective.metric, objective.mode)
         state["choices"][key] = choice.to_json()
         _save_state(execution.directory, state)
@@ -129,6 +130,7 @@ def run_comparison(execution, verbose: int = 1):
         callback = _callback(execution, phase_spec, "final", None)
         results = _fit(execution, "final", phase_spec, callback, search=search, verbose=verbose)
         live |= {r.metrics.get("trial_id") for r in results if r.metrics}
+        close_completed(client, execution, results)
     state["final_done"] = True
     _save_state(execution.directory, state)
     close_orphans(client, execution, live)
