@@ -37,7 +37,7 @@ def _local_trial_dir(trial) -> Path | None:
 
 
 def final_checkpoint(trial) -> Path | None:
-    """`checkpoint.pt` of the trial's newest checkpoint folder in storage (Tune keeps one)."""
+    """`checkpoint.pt` of the trial's newest checkpoint folder in storage (Tune keeps the last few)."""
     trial_dir = _local_trial_dir(trial)
     if trial_dir is None:
         return None

@@ -13,6 +13,8 @@ from vitscale.tune.arm_asha import scheduler_for
 from vitscale.tune.replicates import ReplicatedSearcher
 from vitscale.tune.samplers import SAMPLERS
 
+CHECKPOINTS_KEPT = 4  # per trial; see RunConfig below
+
 
 def trainable_for(spec):
     """The trial function with its resources; benchmark studies time models instead of training."""
@@ -138,7 +140,10 @@ def build_tuner(execution, verbose: int = 1, *, callback=None, search=None) -> t
             name=execution.directory.name,
             storage_path=str(execution.directory.parent),
             failure_config=tune.FailureConfig(max_failures=spec.failure.max_failures),
-            checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
+            # The experiment snapshot a resume reads is taken every TUNE_GLOBAL_CHECKPOINT_S, so it
+            # can name a checkpoint a few epochs old: keep that many, or a driver killed between two
+            # snapshots leaves a trial whose checkpoint "does not exist on storage anymore".
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=CHECKPOINTS_KEPT),
             # Each trial's stdout/stderr in its folder (synced to storage with every checkpoint),
             # logged to its child run at completion (tracking.trial_artifacts).
             log_to_file=True,
