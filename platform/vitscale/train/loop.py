@@ -17,13 +17,12 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from vitscale import data as vdata
 from vitscale.errors import TrialDiverged, TrialOutOfMemory
-from vitscale.models import VisionTransformer, build, solver_errors
+from vitscale.models import build, solver_errors
 from vitscale.models.config import ModelConfig
-from vitscale.models.measure import count_params, flops_per_image, ode_flops_split
+from vitscale.models.measure import count_params
 from vitscale.train.checkpoint import (
     TrainState,
     capture_rng,
@@ -33,8 +32,10 @@ from vitscale.train.checkpoint import (
     save_checkpoint,
 )
 from vitscale.train.config import TrialConfig
+from vitscale.train.cost import CostMeter
 from vitscale.train.distill import EpochDistillStats, make_distiller
 from vitscale.train.evaluate import did_not_train, evaluate
+from vitscale.train.optimizer import make_optimizer
 from vitscale.train.progress import EpochProgress
 from vitscale.train.schedule import warmup_cosine
 
@@ -79,41 +80,6 @@ def trial_model_config(config: TrialConfig, bundle: vdata.DataBundle) -> ModelCo
             "image_size": config.data.resolution,
         }
     )
-
-
-def make_optimizer(model: nn.Module, config) -> torch.optim.AdamW:
-    """AdamW with weight decay on weight matrices only: the model names what is exempt
-    (`no_weight_decay()`: biases, norms, position embedding, cls token, mixer-declared
-    parameters such as SSoG's kernels), so both arms of a comparison are regularised alike."""
-    names = model.no_weight_decay() if hasattr(model, "no_weight_decay") else set()
-    decay, no_decay = [], []
-    for name, param in model.named_parameters():
-        if not param.requires_grad:
-            continue
-        (no_decay if param.ndim <= 1 or name in names else decay).append(param)
-    groups = [
-        {"params": decay, "weight_decay": config.weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
-    ]
-    return torch.optim.AdamW(groups, lr=config.lr, betas=tuple(config.betas))
-
-
-class CostMeter:
-    """`flops_per_image` as trained: fixed for discrete/looped models; for ODE models the FLOPs
-    outside the ODE plus one field evaluation x the NFE measured on validation this epoch."""
-
-    def __init__(self, model: VisionTransformer, resolution: int) -> None:
-        self.ode = model.config.regime == "ode"
-        if self.ode:
-            self.outside, self.per_eval = ode_flops_split(model, resolution)
-            self.static = self.outside + self.per_eval * (model.last_nfe or 0)
-        else:
-            self.static = flops_per_image(model, resolution)
-
-    def flops(self, val_nfe_mean: float | None) -> float:
-        if self.ode and val_nfe_mean:
-            return float(self.outside + self.per_eval * val_nfe_mean)
-        return float(self.static)
 
 
 def fit(
