@@ -96,10 +96,6 @@ class Pooling(nn.Module):
         self.build_grid = config.grid
         self.width = config.width  # no projection to read it from (mixing_flops needs it)
 
-    def no_weight_decay(self) -> tuple[str, ...]:
-        """Nothing to exempt: it has no parameters."""
-        return ()
-
     def forward(self, x: Tensor, grid_hw: tuple[int, int]) -> Tensor:
         """x: (B, P + H·W, C), P prefix tokens first, grid tokens row-major."""
         b, t, c = x.shape
