@@ -20,7 +20,8 @@ from scipy import stats
 from vitscale.analysis.outcomes import outcome_counts
 from vitscale.analysis.paired import by_seed, paired_delta
 from vitscale.analysis.pipeline import analyze
-from vitscale.analysis.runs import StudyRuns, runs_to_table, write_snapshot
+from vitscale.analysis.runs import StudyRuns, runs_to_table
+from vitscale.analysis.snapshot import write_snapshot
 from vitscale.analysis.tuning import edge
 from vitscale.errors import UserError
 from vitscale.tracking import layout

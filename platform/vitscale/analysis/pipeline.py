@@ -32,7 +32,8 @@ from vitscale.analysis.outcomes import POLICIES, with_outcomes
 from vitscale.analysis.report import write_report
 from vitscale.analysis.report_arms import write_arms
 from vitscale.analysis.result import AnalysisResult
-from vitscale.analysis.runs import StudyRuns, load_study_runs, read_snapshot, write_snapshot
+from vitscale.analysis.runs import StudyRuns, load_study_runs
+from vitscale.analysis.snapshot import read_snapshot, write_snapshot
 from vitscale.analysis.tuning import add_tuning
 from vitscale.errors import UserError
 

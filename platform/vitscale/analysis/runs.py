@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from vitscale.analysis.context import parent_context
 from vitscale.errors import UserError
@@ -42,7 +41,6 @@ LATER_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("phase", pa.string()),  # comparison studies: "tune" | "final"
     ("arm", pa.string()),
 )
-_META = "vitscale."
 _INT = re.compile(r"[+-]?\d+")
 
 
@@ -119,7 +117,7 @@ def runs_to_table(runs: list[Any], study: str, kind: str | None = None) -> pa.Ta
     table = pa.table(arrays) if runs else pa.table(arrays, schema=pa.schema(list(columns)))
     if kind is None:
         kind = _infer_kind(table, param_names)
-    return _with_meta(table, study=study, kind=kind, params=param_names, metrics=metric_keys)
+    return with_metadata(table, study=study, kind=kind, params=param_names, metrics=metric_keys)
 
 
 def _infer_kind(table: pa.Table, params: list[str]) -> str:
@@ -129,7 +127,7 @@ def _infer_kind(table: pa.Table, params: list[str]) -> str:
     return "benchmark" if any(p.startswith("bench.") for p in params) else "train"
 
 
-def _with_meta(
+def with_metadata(
     table: pa.Table,
     *,
     study: str,
@@ -148,46 +146,6 @@ def _with_meta(
         "vitscale.context": json.dumps(context or {}, sort_keys=True, default=str),
     }
     return table.replace_schema_metadata({k.encode(): v.encode() for k, v in meta.items()})
-
-
-def write_snapshot(runs: StudyRuns, path: Path) -> Path:
-    """Write runs.parquet; the schema metadata carries study, kind, parents and column roles."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    table = _with_meta(
-        runs.table,
-        study=runs.study,
-        kind=runs.kind,
-        params=runs.param_columns,
-        metrics=runs.metric_columns,
-        parents=runs.parent_run_ids,
-        context=runs.context,
-    )
-    pq.write_table(table, path)
-    return path
-
-
-def read_snapshot(path: Path) -> StudyRuns:
-    """Read a runs.parquet snapshot written by `write_snapshot` (no MLflow needed)."""
-    if not path.is_file():
-        raise UserError(f"--from: no such file {path}; pass a runs.parquet written by `vitscale analyze`")
-    try:
-        table = pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise UserError(f"--from: {path} is not a Parquet file ({exc})") from None
-    meta = table.schema.metadata or {}
-    missing = [n for n, _ in BASE_COLUMNS if n not in table.column_names]
-    if missing or b"vitscale.study" not in meta:
-        raise UserError(f"--from: {path} is not a vitscale runs snapshot (missing {missing or 'metadata'})")
-    for name, typ in LATER_COLUMNS:
-        if name not in table.column_names:
-            table = table.append_column(name, pa.nulls(table.num_rows, typ))
-    return StudyRuns(
-        study=meta[b"vitscale.study"].decode(),
-        kind=meta[b"vitscale.kind"].decode(),
-        table=table.replace_schema_metadata(meta),
-        parent_run_ids=json.loads(meta[b"vitscale.parent_run_ids"]),
-        context=json.loads(meta.get(b"vitscale.context", b"{}")),
-    )
 
 
 # --- MLflow ---------------------------------------------------------------------------------------
