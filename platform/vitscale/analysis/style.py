@@ -1,0 +1,53 @@
+"""How every figure draws a study: one colour per mixer (stable across studies), one marker per
+regime, one line style per attention backend or regime, and the axis labels of common metrics."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from vitscale.analysis.fields import mixer_order, regime_order
+from vitscale.models.registry import MIXERS
+
+MIXER_COLORS = {"attention": "#1f77b4", "ssog": "#d62728"}
+SPARE_COLORS = ("#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+REGIME_MARKERS = {"discrete": "o", "looped": "s", "ode": "^"}
+SPARE_MARKERS = ("D", "v", "P", "X")
+BACKEND_STYLES = {"sdpa": "-", "math": "--"}
+REGIME_STYLES = {"discrete": "-", "looped": "--", "ode": ":"}
+LABELS = {
+    "params": "parameters (count)",
+    "flops_per_image": "FLOPs per image (forward)",
+    "nfe_mean": "function evaluations per forward (NFE)",
+    "val_top1": "validation top-1 accuracy (%)",
+    "images_per_second": "throughput (images/s)",
+    "peak_memory_mb": "peak memory (MB)",
+    "resolution": "input resolution (pixels per side)",
+}
+
+
+def mixer_color(mixer: str) -> str:
+    """One colour per mixer, the same in every figure and study: fixed for attention and SSoG, the
+    rest by the mixer's place among the registered ones (unregistered names: after them, by name)."""
+    if mixer in MIXER_COLORS:
+        return MIXER_COLORS[mixer]
+    others = sorted(m for m in MIXERS if m not in MIXER_COLORS)
+    rank = others.index(mixer) if mixer in others else len(others) + sum(map(ord, mixer))
+    return SPARE_COLORS[rank % len(SPARE_COLORS)]
+
+
+class Style:
+    """Stable colour / marker assignment for the mixers and regimes of one study."""
+
+    def __init__(self, mixers: list, regimes: list):
+        self.color = {m: mixer_color(m) for m in mixer_order([m for m in mixers if m])}
+        markers = iter(SPARE_MARKERS * 4)
+        self.marker = {
+            r: REGIME_MARKERS.get(r) or next(markers) for r in regime_order([r for r in regimes if r])
+        }
+
+    def of(self, mixer, regime) -> dict:
+        return {"color": self.color.get(mixer, "gray"), "marker": self.marker.get(regime, "x")}
+
+
+def style_for(table: pa.Table) -> Style:
+    return Style(table.column("mixer").to_pylist(), table.column("regime").to_pylist())
