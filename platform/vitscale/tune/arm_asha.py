@@ -10,7 +10,9 @@ the plain scheduler. Every kind stops on the first objective (single objective, 
 - `asha`: `ASHAScheduler` (asynchronous successive halving; trials never pause).
 - `hyperband`: `HyperBandScheduler` (synchronous: a trial pauses at a rung until its bracket is
   full, then the best 1/reduction_factor go on from their checkpoints); which trial runs next is
-  asked of each arm's scheduler in turn.
+  asked of each arm's scheduler in turn. Ray's HyperBand leaves a trial PAUSED forever when the
+  last other trial of a finished bracket arrives as a completion rather than a result (its
+  final report and its return land together): `_stop_paused_in_finished_brackets` stops it.
 - `median`: `MedianStoppingRule` (stop a trial whose best result is below the median of the
   running averages of the arm's other trials at the same epoch, once `min_samples_required`
   trials of the arm reached it, after `grace_period` epochs); with fewer, Tune may pause a trial to let pending ones run (it
@@ -97,10 +99,24 @@ class ArmScheduler(FIFOScheduler):
         return self._added(tune_controller, trial).on_trial_result(tune_controller, trial, result)
 
     def on_trial_complete(self, tune_controller, trial, result) -> None:
-        self._added(tune_controller, trial).on_trial_complete(tune_controller, trial, result)
+        scheduler = self._added(tune_controller, trial)
+        scheduler.on_trial_complete(tune_controller, trial, result)
+        self._stop_paused_in_finished_brackets(tune_controller, scheduler)
 
     def on_trial_remove(self, tune_controller, trial) -> None:
-        self._added(tune_controller, trial).on_trial_remove(tune_controller, trial)
+        scheduler = self._added(tune_controller, trial)
+        scheduler.on_trial_remove(tune_controller, trial)
+        self._stop_paused_in_finished_brackets(tune_controller, scheduler)
+
+    def _stop_paused_in_finished_brackets(self, tune_controller, scheduler) -> None:
+        """HyperBand only processes a bracket on a result, or on a removal while the bracket is
+        unfinished; a paused trial whose bracket a completion just finished would wait forever
+        (the study hangs with no trial running). Stop it, as a result would have (its bracket
+        reached max_t, so it has nothing left to run)."""
+        for band in getattr(scheduler, "_hyperbands", ()):  # HyperBandScheduler's brackets
+            for bracket in band:
+                if bracket is not None and bracket.finished():
+                    bracket.cleanup_full(tune_controller)
 
     def choose_trial_to_run(self, tune_controller):
         if self.kind != "hyperband":

@@ -27,6 +27,20 @@ from vitscale.tracking.tune_callback import (
 )
 
 
+def _closed_log_file_warning(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("ValueError when calling")
+
+
+def _quiet_closed_trial_logs() -> None:
+    """With `log_to_file` and reused workers, Ray closes the previous trial's stdout/stderr files
+    while its Tee still holds them, and warns once per write ("ValueError when calling 'flush' on
+    stream ...") into the driver's terminal; the line still reaches the other stream, so drop the
+    warning."""
+    tee_logger = logging.getLogger("ray.tune.utils.util")
+    if _closed_log_file_warning not in tee_logger.filters:
+        tee_logger.addFilter(_closed_log_file_warning)
+
+
 def train_trial(config: dict[str, Any], spec) -> None:
     import ray
     from ray import tune
@@ -38,6 +52,7 @@ def train_trial(config: dict[str, Any], spec) -> None:
     begin_trial()  # a reused worker: fresh settings, cached data (see tune.worker_cache)
     # Ray logs a line per checkpoint (one per epoch): a study of 1,000 trials would drown its status table.
     logging.getLogger("ray.train._internal.storage").setLevel(logging.WARNING)
+    _quiet_closed_trial_logs()
     trial = resolve_trial(spec, config["point"], config["seed"])
     threads = max(1, int(spec.resources.cpu))
     trial = trial.model_copy(update={"train": trial.train.model_copy(update={"threads": threads})})
