@@ -44,22 +44,37 @@ def test_median_stopping_compares_trials_of_the_same_arm_only(tmp_path):
     assert scheduler.on_trial_result(tune, a2, {"epoch": 2, "val_top1": 0.1}) == "STOP"
 
 
-def test_hyperband_stops_a_paused_trial_when_a_completion_finishes_its_bracket(tmp_path):
-    """Ray's HyperBand pauses A at max_t while B still runs; B's last report arriving as a
-    completion finishes the bracket without processing it. A must be stopped, not left PAUSED
-    (the study would wait forever with nothing running: seen in CI)."""
+def _hyperband_pair(tmp_path):
     spec = load_study(write_study(tmp_path, "hb", scheduler={"type": "hyperband", "max_t": 2}), [])
     scheduler = scheduler_for(spec, "val_top1", "max", 2)
     stopped = []
     tune = SimpleNamespace(get_live_trials=lambda: [], stop_trial=stopped.append)
     a, b = _trial("a", "attention"), _trial("b", "attention")
     for t in (a, b):
-        t.status = "PENDING"
+        t.status, t.is_saving = "PENDING", False
         scheduler.on_trial_add(tune, t)
     a.status = b.status = "RUNNING"
     assert scheduler.on_trial_result(tune, a, {"epoch": 2, "val_top1": 0.5}) == "PAUSE"
+    return scheduler, tune, stopped, a, b
+
+
+def test_hyperband_stops_a_paused_trial_when_a_completion_finishes_its_bracket(tmp_path):
+    """A pauses at max_t while B runs; B's last report arriving as a completion finishes the
+    bracket without processing it. A must be stopped, not left PAUSED (the study would wait
+    forever with nothing running: seen in CI)."""
+    scheduler, tune, stopped, a, b = _hyperband_pair(tmp_path)
     a.status = "PAUSED"
     scheduler.on_trial_complete(tune, b, {"epoch": 2, "val_top1": 0.4})
+    assert scheduler.choose_trial_to_run(tune) is None
+    assert stopped == [a]
+
+
+def test_hyperband_stops_a_trial_whose_pause_was_in_flight_when_its_bracket_finished(tmp_path):
+    scheduler, tune, stopped, a, b = _hyperband_pair(tmp_path)
+    assert scheduler.on_trial_result(tune, b, {"epoch": 2, "val_top1": 0.4}) == "STOP"
+    assert stopped == []  # A was still RUNNING (saving its pause checkpoint): Ray skipped it
+    a.status = "PAUSED"
+    assert scheduler.choose_trial_to_run(tune) is None
     assert stopped == [a]
 
 

@@ -10,9 +10,8 @@ the plain scheduler. Every kind stops on the first objective (single objective, 
 - `asha`: `ASHAScheduler` (asynchronous successive halving; trials never pause).
 - `hyperband`: `HyperBandScheduler` (synchronous: a trial pauses at a rung until its bracket is
   full, then the best 1/reduction_factor go on from their checkpoints); which trial runs next is
-  asked of each arm's scheduler in turn. Ray's HyperBand leaves a trial PAUSED forever when the
-  last other trial of a finished bracket arrives as a completion rather than a result (its
-  final report and its return land together): `_stop_paused_in_finished_brackets` stops it.
+  asked of each arm's scheduler in turn. Ray's HyperBand can leave a trial PAUSED forever in a
+  finished bracket (see `_stop_paused_in_finished_brackets`); we stop it.
 - `median`: `MedianStoppingRule` (stop a trial whose best result is below the median of the
   running averages of the arm's other trials at the same epoch, once `min_samples_required`
   trials of the arm reached it, after `grace_period` epochs); with fewer, Tune may pause a trial to let pending ones run (it
@@ -99,20 +98,19 @@ class ArmScheduler(FIFOScheduler):
         return self._added(tune_controller, trial).on_trial_result(tune_controller, trial, result)
 
     def on_trial_complete(self, tune_controller, trial, result) -> None:
-        scheduler = self._added(tune_controller, trial)
-        scheduler.on_trial_complete(tune_controller, trial, result)
-        self._stop_paused_in_finished_brackets(tune_controller, scheduler)
+        self._added(tune_controller, trial).on_trial_complete(tune_controller, trial, result)
 
     def on_trial_remove(self, tune_controller, trial) -> None:
-        scheduler = self._added(tune_controller, trial)
-        scheduler.on_trial_remove(tune_controller, trial)
-        self._stop_paused_in_finished_brackets(tune_controller, scheduler)
+        self._added(tune_controller, trial).on_trial_remove(tune_controller, trial)
 
-    def _stop_paused_in_finished_brackets(self, tune_controller, scheduler) -> None:
-        """HyperBand only processes a bracket on a result, or on a removal while the bracket is
-        unfinished; a paused trial whose bracket a completion just finished would wait forever
-        (the study hangs with no trial running). Stop it, as a result would have (its bracket
-        reached max_t, so it has nothing left to run)."""
+    @staticmethod
+    def _stop_paused_in_finished_brackets(tune_controller, scheduler) -> None:
+        """Ray's HyperBand stops the paused trials of a bracket only while processing the result
+        that finishes it. It misses two ways, and the study then waits forever with nothing
+        running: the last other trial arrives as a completion (its final report and its return
+        land together; a removal of a finished bracket is not processed), or the trial's pause
+        is still in flight (RUNNING, saving) when the bracket finishes. A paused trial of a
+        finished bracket reached max_t and has nothing left to run: stop it."""
         for band in getattr(scheduler, "_hyperbands", ()):  # HyperBandScheduler's brackets
             for bracket in band:
                 if bracket is not None and bracket.finished():
@@ -125,6 +123,8 @@ class ArmScheduler(FIFOScheduler):
             trial = scheduler.choose_trial_to_run(tune_controller)
             if trial is not None:
                 return trial
+        for scheduler in self._by_arm.values():  # asked every step: a cheap place to sweep
+            self._stop_paused_in_finished_brackets(tune_controller, scheduler)
         return None
 
     def debug_string(self) -> str:
