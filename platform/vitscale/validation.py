@@ -60,7 +60,7 @@ def _unknown_key(model: type[BaseModel] | None, loc: tuple) -> str:
     """Name the closest known key, or list them all: the fix in the same line."""
     parent = _model_at(model, loc[:-1]) if model is not None and loc else None
     if parent is None:
-        return "unknown key (check the spelling; `vitscale spec schema` lists the keys)"
+        return "unknown key (check the spelling; `vitscale study schema` lists the keys)"
     fields = parent.all_fields() if callable(getattr(parent, "all_fields", None)) else parent.model_fields
     known = [f.alias or name for name, f in fields.items()]
     close = difflib.get_close_matches(str(loc[-1]), known, n=2, cutoff=0.6)

@@ -11,7 +11,7 @@ import pytest
 from vitscale.analysis.fields import FIELDS
 from vitscale.bench import trial
 from vitscale.models import MIXERS
-from vitscale.spec import grid_points, load_study
+from vitscale.study import grid_points, load_study
 
 SMOKE = Path(__file__).resolve().parents[2] / "studies" / "throughput_resolution_smoke.yaml"
 

@@ -8,7 +8,7 @@ from unittest import mock
 
 import pytest
 
-from vitscale.spec import load_study
+from vitscale.study import load_study
 from vitscale.tune.trainable import train_trial
 
 ROOT = Path(__file__).resolve().parents[2]

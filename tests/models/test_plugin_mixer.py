@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from vitscale.cli import main
 from vitscale.models.registry import MIXERS, PLUGINS_ENV, register_mixer
-from vitscale.spec import paths
+from vitscale.study import paths
 
 if TYPE_CHECKING:
     from vitscale.models.config import ModelConfig

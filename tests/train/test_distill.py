@@ -13,7 +13,7 @@ from mlflow import MlflowClient
 from vitscale.cli import main
 from vitscale.errors import TeacherMismatch, TrialFailure, UserError
 from vitscale.models import MIXERS, build
-from vitscale.spec import flatten, load_study, resolve_trial
+from vitscale.study import flatten, load_study, resolve_trial
 from vitscale.train import TrialConfig, fit
 from vitscale.train.checkpoint import TrainState, save_checkpoint
 from vitscale.train.config import DistillConfig

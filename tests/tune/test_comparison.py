@@ -15,8 +15,8 @@ from types import SimpleNamespace
 import pytest
 from study_helpers import child_runs, cli_env, parent_runs, vitscale, write_study
 
-from vitscale.spec import SpecError, count_trials, load_study
-from vitscale.spec.comparison import arm_key, arm_list, arm_study
+from vitscale.study import SpecError, count_trials, load_study
+from vitscale.study.comparison import arm_key, arm_list, arm_study
 from vitscale.tune.arm_asha import ArmASHA
 from vitscale.tune.selection import choose
 

@@ -97,7 +97,7 @@ def test_continue_without_an_earlier_execution_is_one_line(tmp_path):
 
 def test_start_points_outside_the_space_are_refused(tmp_path):
     from vitscale.errors import UserError
-    from vitscale.spec import load_study
+    from vitscale.study import load_study
     from vitscale.tune.optuna_study import start_points
 
     spec = load_study(REPO / "studies" / "ssog_search.yaml", ["search.start_points=[{model.depth: 3}]"])

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import pytest
 from study_helpers import child_runs, vitscale, write_study
 
-from vitscale.spec import load_study
-from vitscale.spec.errors import SpecError
+from vitscale.study import load_study
+from vitscale.study.errors import SpecError
 from vitscale.tune.arm_asha import ArmScheduler, scheduler_for
 
 TWO_ARMS = {"model.mixer": {"grid": ["attention", "ssog"]}}

@@ -143,7 +143,7 @@ def test_a_study_reuses_one_worker_and_each_trial_matches_a_fresh_fit(tmp_path):
     trial's epochs equal `fit` of the same trial here (so nothing carried over between them)."""
     from study_helpers import TINY_TRIAL, child_runs, vitscale, write_study
 
-    from vitscale.spec import load_study, resolve_trial
+    from vitscale.study import load_study, resolve_trial
 
     study = write_study(
         tmp_path,

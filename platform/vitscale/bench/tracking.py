@@ -23,7 +23,7 @@ def default_study_name() -> str:
 
 def study_spec(config, name: str, description: str = ""):
     """The sweep as a StudySpec (validates `name`); its YAML reruns it as `vitscale study run`."""
-    from vitscale.spec import StudySpec
+    from vitscale.study import StudySpec
 
     return StudySpec(name=name, kind="benchmark", benchmark=config, description=description)
 
@@ -32,7 +32,7 @@ class MlflowBenchLog:
     """Parent run at construction, one child per `log(record)`, `finish()` closes the parent."""
 
     def __init__(self, config, tracking_uri: str, name: str) -> None:
-        from vitscale.spec import spec_dict, spec_hash
+        from vitscale.study import spec_dict, spec_hash
 
         spec = study_spec(config, name, "vitscale bench")
         store.check_tracking_uri(tracking_uri)

@@ -16,7 +16,7 @@ from vitscale.cli import (  # noqa: F401
     data_cmd,
     model_cmd,
     run_cmd,
-    spec_cmd,
+    schema_cmd,
     study_cmd,
     train_cmd,
     ui_cmd,

@@ -35,7 +35,7 @@ def _base(study: Path | None) -> dict[str, Any]:
     """The `benchmark:` block of a benchmark study, or nothing."""
     if study is None:
         return {}
-    from vitscale.spec import load_study
+    from vitscale.study import load_study
 
     spec = load_study(study)
     if spec.kind != "benchmark" or spec.benchmark is None:

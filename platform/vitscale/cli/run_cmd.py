@@ -62,7 +62,7 @@ def run(
     ] = False,
 ) -> None:
     """Run every trial of a study on Ray Tune; every trial lands in MLflow."""
-    from vitscale.spec import load_study
+    from vitscale.study import load_study
     from vitscale.tune.run import run_study
 
     spec = load_study(file, set_ or ())
@@ -116,7 +116,7 @@ def submit(
     set_: SetOption = None,
 ) -> None:
     """Submit the study as a Ray job on a remote cluster and print its job id."""
-    from vitscale.spec import load_study
+    from vitscale.study import load_study
     from vitscale.tracking.store import check_tracking_uri
     from vitscale.tune.submit import submit as submit_job
 

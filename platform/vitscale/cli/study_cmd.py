@@ -18,7 +18,7 @@ from typing import Annotated
 import typer
 
 from vitscale.cli.app import study_app
-from vitscale.spec import (
+from vitscale.study import (
     SpecError,
     apply_overrides,
     count_trials,
@@ -53,7 +53,7 @@ def trials_line(spec) -> str:
         return f"{count} {noun}{'' if count == 1 else 's'}"
 
     if spec.kind == "comparison":
-        from vitscale.spec.comparison import arm_list, planned_trials
+        from vitscale.study.comparison import arm_list, planned_trials
 
         tuning, final = planned_trials(spec)
         arms = len(arm_list(spec))

@@ -64,7 +64,7 @@ def train(
 
     Selection-free: it reports validation metrics every epoch and, at the end, test metrics
     once (`test_top1`); `--json` prints the final epoch's metrics, both included."""
-    from vitscale.spec import flatten
+    from vitscale.study import flatten
     from vitscale.tracking import queued, store
     from vitscale.train import TrialConfig, fit
 
@@ -182,7 +182,7 @@ def _same_config_as_checkpoint(config, checkpoint_dir: Path, resume: bool) -> No
     path = checkpoint_dir / CONFIG_FILE
     current = config.model_dump(mode="json")
     if resume and path.is_file():
-        from vitscale.spec import flatten
+        from vitscale.study import flatten
 
         saved = flatten(type(config).model_validate(json.loads(path.read_text())))
         now = flatten(config)

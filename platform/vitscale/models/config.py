@@ -26,7 +26,7 @@ def _error(err: dict[str, Any], prefix: tuple = ()) -> InitErrorDetails:
 
 
 def _schema_sections(schema: dict[str, Any], cls: type) -> None:
-    """JSON Schema (editors, `vitscale spec schema`): one object per registered settings section."""
+    """JSON Schema (editors, `vitscale study schema`): one object per registered settings section."""
     schema["additionalProperties"] = False
     for name, (kind, model) in registry.sections().items():
         sub = model.model_json_schema()

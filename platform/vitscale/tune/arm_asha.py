@@ -30,7 +30,7 @@ KINDS = {"asha": ASHAScheduler, "hyperband": HyperBandScheduler, "median": Media
 
 def arm_of_config(config: dict[str, Any], spec) -> str:
     """'model.mixer=ssog,model.regime=ode' for a trial config {"point": ..., "seed": ...}."""
-    from vitscale.spec import flatten, resolve_trial
+    from vitscale.study import flatten, resolve_trial
 
     params = flatten(resolve_trial(spec, config.get("point") or {}, config.get("seed", 0)))
     return ",".join(f"{field}={params.get(field)}" for field in ARM_FIELDS)

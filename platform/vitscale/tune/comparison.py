@@ -23,7 +23,7 @@ from pathlib import Path
 from ray import tune
 
 from vitscale.errors import UserError
-from vitscale.spec.comparison import arm_key, arm_list, arm_study, final_study
+from vitscale.study.comparison import arm_key, arm_list, arm_study, final_study
 from vitscale.tracking import layout, queued, store
 from vitscale.tune.phase_callback import PhaseCallback
 from vitscale.tune.selection import choose

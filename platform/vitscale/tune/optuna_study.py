@@ -103,7 +103,7 @@ def prepare(spec, url: str) -> int:
 
 def start_points(spec) -> list[dict]:
     """`search.start_points` as Optuna parameters (choice values as the labels the space suggests)."""
-    from vitscale.spec.distributions import label
+    from vitscale.study.distributions import label
 
     points = []
     for i, point in enumerate(spec.search.start_points or ()):

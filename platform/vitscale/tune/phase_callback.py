@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vitscale.spec.comparison import arm_key
+from vitscale.study.comparison import arm_key
 from vitscale.tracking import layout, store
 from vitscale.tracking.tune_callback import MlflowStudyCallback
 

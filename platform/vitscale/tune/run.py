@@ -50,7 +50,7 @@ class StudyExecution:
 
     @classmethod
     def load(cls, directory: Path) -> StudyExecution:
-        from vitscale.spec import StudySpec
+        from vitscale.study import StudySpec
 
         state = json.loads((directory / STATE_FILE).read_text())
         return cls(
@@ -92,7 +92,7 @@ def run_study(
     """Run every trial of `spec`; return the study's summary (see `tune.summary`). `source`: the
     study file as the user named it (MLflow's Source column). `continue_search`: sample
     `search.num_samples` more points in the newest execution's Optuna study (see tune.optuna_study)."""
-    from vitscale.spec import count_trials, dump_spec, spec_hash
+    from vitscale.study import count_trials, dump_spec, spec_hash
 
     uri = tracking_uri or os.environ.get("VITSCALE_TRACKING_URI") or spec.tracking.uri
     store.check_tracking_uri(uri)
@@ -148,7 +148,7 @@ def locate_execution(target: str, storage: str | None = None) -> Path:
     if path.is_dir() and (path / LATEST_FILE).is_file():
         return (path / (path / LATEST_FILE).read_text().strip()).resolve()
     if path.suffix in (".yaml", ".yml") and path.is_file():
-        from vitscale.spec import load_study
+        from vitscale.study import load_study
 
         spec = load_study(path)
         name, root = spec.name, _storage_root(spec, storage)

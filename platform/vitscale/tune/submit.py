@@ -77,7 +77,7 @@ def job_client(address: str | None):
 
 def submit(study_file: Path, address: str, tracking_uri: str, overrides: list[str], spec) -> str:
     """Submit `study run` as a Ray job; return the job id. `spec`: the study as loaded here."""
-    from vitscale.spec import count_trials
+    from vitscale.study import count_trials
 
     study_file = study_file.resolve()
     root = project_root(study_file.parent)

@@ -45,7 +45,7 @@ def train_trial(config: dict[str, Any], spec) -> None:
     import ray
     from ray import tune
 
-    from vitscale.spec import resolve_trial
+    from vitscale.study import resolve_trial
     from vitscale.train import fit
     from vitscale.tune.worker_cache import begin_trial
 

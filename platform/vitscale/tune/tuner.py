@@ -28,7 +28,7 @@ def trainable_for(spec):
 
 def describe_trial(config: dict, spec) -> TrialDescription:
     """Params, replicate group and a short name of a trial, for its MLflow child run."""
-    from vitscale.spec import config_key, describe_point, flatten, resolve_trial
+    from vitscale.study import config_key, describe_point, flatten, resolve_trial
 
     if spec.kind == "benchmark":
         from vitscale.bench.trial import describe_bench_trial
@@ -44,7 +44,7 @@ def describe_trial(config: dict, spec) -> TrialDescription:
 
 def _define_by_run(trial, spec):
     """Optuna define-by-run space honouring `when:`; the point travels whole in the config."""
-    from vitscale.spec import suggest_point
+    from vitscale.study import suggest_point
 
     return {"point": suggest_point(trial, spec)}
 
@@ -60,7 +60,7 @@ def _scheduler(spec):
 def _search(spec, directory, storage_url: str = "", parent_run_id: str = ""):
     """(search_alg, param_space, num_samples) for the spec's algorithm. Samplers use the Optuna
     study named after the vitscale study in `storage_url` (see `tune.optuna_study`)."""
-    from vitscale.spec import grid_points
+    from vitscale.study import grid_points
 
     if spec.search.algorithm == "grid" or spec.kind == "benchmark":
         points = grid_points(spec)

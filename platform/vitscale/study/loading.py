@@ -18,13 +18,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from vitscale.spec import yamlio
-from vitscale.spec.check_space import check_structure
-from vitscale.spec.checks import check_study
-from vitscale.spec.distributions import Param
-from vitscale.spec.errors import Problem, SpecError
-from vitscale.spec.overrides import apply_overrides
-from vitscale.spec.study import StudySpec
+from vitscale.study import yamlio
+from vitscale.study.check_space import check_structure
+from vitscale.study.checks import check_study
+from vitscale.study.distributions import Param
+from vitscale.study.errors import Problem, SpecError
+from vitscale.study.overrides import apply_overrides
+from vitscale.study.spec import StudySpec
 from vitscale.validation import error_items
 
 

@@ -1,7 +1,7 @@
 """`StudySpec`: the Pydantic model of a study file. Structure and types only.
 
 Cross-field rules (space versus trial, objectives versus metrics, grid versus continuous...) live
-in `vitscale.spec.checks`, so that every problem of a file is reported at once instead of the
+in `vitscale.study.checks`, so that every problem of a file is reported at once instead of the
 first failing validator hiding the rest. Defaults that depend on other fields (experiment name,
 ASHA max_t, seeds, objectives) are filled in here, so consumers always see concrete values.
 """
@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from vitscale.bench.config import BenchmarkConfig
-from vitscale.spec.distributions import Param
+from vitscale.study.distributions import Param
 from vitscale.train.config import TrialConfig
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from vitscale.spec import SpecError, load_study, validate_study
-from vitscale.spec.yamlio import parse
+from vitscale.study import SpecError, load_study, validate_study
+from vitscale.study.yamlio import parse
 
 # (yaml text after `name: x`, expected key, expected part of the message)
 MALFORMED = [

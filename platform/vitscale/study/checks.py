@@ -11,12 +11,12 @@ from collections.abc import Callable, Iterable
 
 from pydantic import ValidationError
 
-from vitscale.spec.check_space import check_against_trial, check_structure
-from vitscale.spec.comparison import comparison_problems
-from vitscale.spec.distributions import CONTINUOUS
-from vitscale.spec.errors import Problem
-from vitscale.spec.space import GRID_LIMIT, SpaceCycle, TooManyPoints, providers
-from vitscale.spec.study import StudySpec
+from vitscale.study.check_space import check_against_trial, check_structure
+from vitscale.study.comparison import comparison_problems
+from vitscale.study.distributions import CONTINUOUS
+from vitscale.study.errors import Problem
+from vitscale.study.space import GRID_LIMIT, SpaceCycle, TooManyPoints, providers
+from vitscale.study.spec import StudySpec
 from vitscale.validation import error_items
 
 
@@ -161,7 +161,7 @@ def _grid(spec: StudySpec) -> Iterable[Problem]:
         or any(p.kind in CONTINUOUS for p in spec.space.values())
     ):
         return
-    from vitscale.spec.resolve import grid_points, trial_data
+    from vitscale.study.resolve import grid_points, trial_data
     from vitscale.train.config import TrialConfig
 
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import optuna
 import pytest
 
-from vitscale.spec import (
+from vitscale.study import (
     Param,
     active_params,
     count_trials,
@@ -15,7 +15,7 @@ from vitscale.spec import (
     suggest_point,
     validate_study,
 )
-from vitscale.spec.yamlio import parse
+from vitscale.study.yamlio import parse
 
 
 def study(text: str):

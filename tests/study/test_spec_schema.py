@@ -7,8 +7,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from vitscale.spec import space_schema, study_schema
-from vitscale.spec.yamlio import read
+from vitscale.study import space_schema, study_schema
+from vitscale.study.yamlio import read
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""`vitscale spec schema`: the JSON Schema of study (or search-space) files, for editors."""
+"""`vitscale study schema`: the JSON Schema of study (or search-space) files, for editors."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from typing import Annotated
 
 import typer
 
-from vitscale.cli.app import spec_app
-from vitscale.spec import space_schema, study_schema
+from vitscale.cli.app import spec_app, study_app
+from vitscale.study import space_schema, study_schema
 
 
-@spec_app.command("schema")
+@study_app.command("schema")
+@spec_app.command("schema", hidden=True)
 def schema(
     space: Annotated[bool, typer.Option("--space", help="schema of search-space files instead")] = False,
     out: Annotated[Path | None, typer.Option("--out", help="write to this file instead of stdout")] = None,

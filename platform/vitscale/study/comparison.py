@@ -15,11 +15,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from vitscale.spec.check_space import check_structure
-from vitscale.spec.errors import Problem
-from vitscale.spec.paths import lookup, set_in
-from vitscale.spec.resolve import count_trials
-from vitscale.spec.study import SchedulerConfig, StudySpec
+from vitscale.study.check_space import check_structure
+from vitscale.study.errors import Problem
+from vitscale.study.paths import lookup, set_in
+from vitscale.study.resolve import count_trials
+from vitscale.study.spec import SchedulerConfig, StudySpec
 from vitscale.train.config import TrialConfig
 from vitscale.validation import error_items
 
@@ -154,7 +154,7 @@ def _reference(spec: StudySpec) -> Iterable[Problem]:
 
 def _arm_checks(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
     """Run the train-study checks of each arm's study; trial/space problems name the arm."""
-    from vitscale.spec.checks import check_study  # checks imports this module
+    from vitscale.study.checks import check_study  # checks imports this module
 
     seen = {(p.key, p.message) for p in check_structure(spec.space)}  # reported by the space checks
     for arm in arm_list(spec):

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from vitscale.spec.errors import SpecError
+from vitscale.study.errors import SpecError
 
 MAX_DEPTH = 100  # nested mappings/lists a file may have; deeper is an error, not a RecursionError
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from vitscale.spec.distributions import Param, label
-from vitscale.spec.paths import flatten_section, get_in
+from vitscale.study.distributions import Param, label
+from vitscale.study.paths import flatten_section, get_in
 
 GRID_LIMIT = 100_000  # grid points a study may expand to
 

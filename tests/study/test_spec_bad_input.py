@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from vitscale.spec import SpecError, label, load_study, validate_study
-from vitscale.spec.yamlio import MAX_DEPTH, parse
+from vitscale.study import SpecError, label, load_study, validate_study
+from vitscale.study.yamlio import MAX_DEPTH, parse
 from vitscale.train.config import TrialConfig
 
 BASE = {"name": "x", "trial": {"data": {"resolution": 16}, "model": {"patch_size": 4}}}

@@ -16,10 +16,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from vitscale.spec.distributions import CONTINUOUS, Param
-from vitscale.spec.errors import Problem
-from vitscale.spec.paths import NOT_SEARCHABLE, check_value, flatten_section, lookup, suggest
-from vitscale.spec.space import SpaceCycle, TooManyPoints, effective, expand, ordered_keys, providers
+from vitscale.study.distributions import CONTINUOUS, Param
+from vitscale.study.errors import Problem
+from vitscale.study.paths import NOT_SEARCHABLE, check_value, flatten_section, lookup, suggest
+from vitscale.study.space import SpaceCycle, TooManyPoints, effective, expand, ordered_keys, providers
 
 CHECK_LIMIT = 20_000
 

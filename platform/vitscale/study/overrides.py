@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from vitscale.spec.errors import SpecError
-from vitscale.spec.yamlio import parse
+from vitscale.study.errors import SpecError
+from vitscale.study.yamlio import parse
 from vitscale.validation import dotted
 
 _INDEX = re.compile(r"\[(\d+)\]")

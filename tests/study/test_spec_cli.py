@@ -1,4 +1,4 @@
-"""`vitscale study validate|show` and `vitscale spec schema`: exit codes and output."""
+"""`vitscale study validate|show` and `vitscale study schema`: exit codes and output."""
 
 from __future__ import annotations
 
@@ -78,8 +78,15 @@ def test_show_bad_override_exits_2(capsys):
     )
 
 
-def test_spec_schema(capsys, tmp_path):
+def test_study_schema(capsys, tmp_path):
+    code, out, _ = run(capsys, "study", "schema")
+    assert code == 0 and json.loads(out)["title"] == "vitscale study"
+    code, out, _ = run(capsys, "study", "schema", "--space", "--out", str(tmp_path / "s.json"))
+    assert code == 0 and json.loads((tmp_path / "s.json").read_text())["title"] == "vitscale search space"
+
+
+def test_the_old_spec_schema_command_still_works_but_is_hidden(capsys):
     code, out, _ = run(capsys, "spec", "schema")
     assert code == 0 and json.loads(out)["title"] == "vitscale study"
-    code, out, _ = run(capsys, "spec", "schema", "--space", "--out", str(tmp_path / "s.json"))
-    assert code == 0 and json.loads((tmp_path / "s.json").read_text())["title"] == "vitscale search space"
+    code, out, _ = run(capsys, "--help")
+    assert code == 0 and " spec " not in out and " study " in out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vitscale.spec import (
+from vitscale.study import (
     SpecError,
     config_key,
     describe_point,
@@ -14,7 +14,7 @@ from vitscale.spec import (
     spec_hash,
     validate_study,
 )
-from vitscale.spec.yamlio import parse
+from vitscale.study.yamlio import parse
 
 SPEC = """
 name: r

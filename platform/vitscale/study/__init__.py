@@ -14,14 +14,14 @@ For runners (Ray Tune) the whole interface is:
     flatten(trial), config_key(trial)             # MLflow params; replicate-group key
     spec_hash(spec), dump_spec(spec)              # parent-run tag; resolved spec YAML artifact
 
-A point maps space keys to values (active parameters only); see `vitscale.spec.resolve`.
+A point maps space keys to values (active parameters only); see `vitscale.study.resolve`.
 """
 
-from vitscale.spec.distributions import Param, label
-from vitscale.spec.errors import Problem, SpecError
-from vitscale.spec.loading import is_space_file, load_space, load_study, read_study, validate_study
-from vitscale.spec.overrides import apply_overrides, parse_override
-from vitscale.spec.resolve import (
+from vitscale.study.distributions import Param, label
+from vitscale.study.errors import Problem, SpecError
+from vitscale.study.loading import is_space_file, load_space, load_study, read_study, validate_study
+from vitscale.study.overrides import apply_overrides, parse_override
+from vitscale.study.resolve import (
     active_params,
     config_key,
     count_trials,
@@ -36,8 +36,8 @@ from vitscale.spec.resolve import (
     spec_hash,
     suggest_point,
 )
-from vitscale.spec.schema import space_schema, study_schema
-from vitscale.spec.study import (
+from vitscale.study.schema import space_schema, study_schema
+from vitscale.study.spec import (
     FailureConfig,
     Objective,
     ResourcesConfig,

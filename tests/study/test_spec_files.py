@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from vitscale.spec import (
+from vitscale.study import (
     count_trials,
     dump_spec,
     grid_points,
@@ -15,7 +15,7 @@ from vitscale.spec import (
     spec_hash,
     validate_study,
 )
-from vitscale.spec.yamlio import parse
+from vitscale.study.yamlio import parse
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDIES = sorted((ROOT / "studies").glob("*.yaml"))
@@ -35,7 +35,7 @@ EXPECTED_TRIALS = {
     "mixer_zoo.yaml": 90,  # 18 arms x (3 tuning + 2 final)
     "paper_cifar100_zoo.yaml": 486,  # 18 arms x (24 tuning + 3 final)
     "ode_distill_teachers.yaml": 6,  # 2 mixers (discrete teachers) x 3 seeds
-    "ode_distill_quickstart.yaml": 12,  # 2 mixers x (scratch, distilled) x 3 seeds
+    "ode_distill_quickstart.yaml": 18,  # 2 mixers x (scratch, weights 0.1 and 0.3) x 3 seeds
     "paper_cifar100_ode_distill.yaml": 18,  # 2 mixers x 3 sizes x 3 seeds
     "load_1000.yaml": 1000,  # the load benchmark: 4 points x 250 seeds
 }

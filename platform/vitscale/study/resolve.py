@@ -17,12 +17,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from vitscale.spec import space as _space
-from vitscale.spec.distributions import Param
-from vitscale.spec.errors import SpecError
-from vitscale.spec.paths import flatten_section, lookup, set_in
-from vitscale.spec.study import StudySpec
-from vitscale.spec.yamlio import dump
+from vitscale.study import space as _space
+from vitscale.study.distributions import Param
+from vitscale.study.errors import SpecError
+from vitscale.study.paths import flatten_section, lookup, set_in
+from vitscale.study.spec import StudySpec
+from vitscale.study.yamlio import dump
 from vitscale.train.config import TrialConfig
 from vitscale.validation import error_lines
 
@@ -43,7 +43,7 @@ def grid_points(spec: StudySpec) -> list[dict[str, Any]]:
 def count_trials(spec: StudySpec) -> int:
     """Trials the study plans: grid points (or num_samples) x seeds (benchmark: configurations x seeds)."""
     if spec.kind == "comparison":
-        from vitscale.spec.comparison import planned_trials
+        from vitscale.study.comparison import planned_trials
 
         return sum(planned_trials(spec))
     points = len(grid_points(spec)) if spec.search.algorithm == "grid" else spec.search.num_samples

@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from vitscale.spec.distributions import Param
-from vitscale.spec.study import StudySpec, _space_schema
+from vitscale.study.distributions import Param
+from vitscale.study.spec import StudySpec, _space_schema
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

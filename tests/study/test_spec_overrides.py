@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vitscale.spec import SpecError, apply_overrides, count_trials, load_study, parse_override
+from vitscale.study import SpecError, apply_overrides, count_trials, load_study, parse_override
 
 BASE = """
 name: base
