@@ -33,6 +33,7 @@ EXPECTED_TRIALS = {
     "throughput_resolution.yaml": 105,  # 3 regimes x 5 resolutions x (5 mixers + attention sdpa/math)
     "throughput_resolution_smoke.yaml": 42,  # 3 regimes x 2 resolutions x 7 series
     "mixer_zoo.yaml": 90,  # 18 arms x (3 tuning + 2 final)
+    "mixers_by_regime.yaml": 18,  # 6 mixers x 3 regimes, one seed
     "paper_cifar100_zoo.yaml": 486,  # 18 arms x (24 tuning + 3 final)
     "ode_distill_teachers.yaml": 6,  # 2 mixers (discrete teachers) x 3 seeds
     "ode_distill_quickstart.yaml": 18,  # 2 mixers x (scratch, weights 0.1 and 0.3) x 3 seeds
