@@ -1,5 +1,6 @@
 """Submitted studies on the real two-node local cluster (infra/local) with a real MLflow server:
-the storage check on every node, and a submitted quickstart that outlives its cluster and resumes.
+the storage check on every node, and a submitted quickstart that outlives its cluster and resumes,
+its runs naming the submitting checkout's commit (and its uncommitted edit).
 
 What the storage check can show here: the nodes of infra/local share this machine's filesystem, so
 every node sees every path and only the temp-dir rule can refuse one (a path inside a node's own
@@ -18,7 +19,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from study_helpers import REPO, child_runs, cli_env, vitscale, write_study
+from mlflow import MlflowClient
+from study_helpers import REPO, child_runs, cli_env, parent_runs, vitscale, write_study
 
 from fixtures_cluster import short_temp_dir, start_ray_cluster, stop_ray_cluster
 
@@ -107,11 +109,24 @@ def _finished(uri: str) -> int:
         return 0
 
 
+def _dirty_checkout(folder: Path) -> tuple[Path, str, str]:
+    """A clone of this repository's HEAD with one uncommitted edit: (checkout, commit, edit)."""
+    subprocess.run(["git", "clone", "-q", "--no-local", str(REPO), str(folder)], check=True, timeout=120)
+    edit = "<!-- an uncommitted edit the submitted study's provenance must carry -->"
+    with open(folder / "README.md", "a", encoding="utf-8") as readme:
+        readme.write(edit + "\n")
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    return folder, commit, edit
+
+
 @pytest.mark.timeout(1500)
 def test_a_submitted_quickstart_outlives_its_cluster_and_resumes_from_the_laptop(
     mlflow_server, tmp_path, monkeypatch
 ):
     cluster_storage = tmp_path / "cluster-storage"
+    checkout, commit, edit = _dirty_checkout(tmp_path / "checkout")
     sets = [arg for item in TINY for arg in ("--set", item)]
     first, second = short_temp_dir(), short_temp_dir()
     try:
@@ -121,7 +136,7 @@ def test_a_submitted_quickstart_outlives_its_cluster_and_resumes_from_the_laptop
         monkeypatch.delenv("VITSCALE_STORAGE_ROOT")
         job_id = vitscale(
             "study", "submit", "studies/quickstart.yaml", "--address", cluster.dashboard_url,
-            "--tracking-uri", mlflow_server, *sets, cwd=REPO,
+            "--tracking-uri", mlflow_server, *sets, cwd=checkout,
         ).stdout.split()[-1]  # fmt: skip
         deadline = time.time() + 600
         while _finished(mlflow_server) < 1:
@@ -145,7 +160,7 @@ def test_a_submitted_quickstart_outlives_its_cluster_and_resumes_from_the_laptop
         cluster = start_ray_cluster(second, workers=1, cpus_per_node=1)
         monkeypatch.delenv("VITSCALE_STORAGE_ROOT")
         resume_id = vitscale(
-            "study", "resume", "quickstart", "--address", cluster.dashboard_url, cwd=REPO
+            "study", "resume", "quickstart", "--address", cluster.dashboard_url, cwd=checkout
         ).stdout.split()[-1]  # fmt: skip
         status = _wait_for_job(cluster.dashboard_url, resume_id)
         logs = vitscale("study", "logs", resume_id, "--address", cluster.dashboard_url, cwd=REPO).stdout
@@ -164,3 +179,13 @@ def test_a_submitted_quickstart_outlives_its_cluster_and_resumes_from_the_laptop
     cells = Counter((r.data.params["model.mixer"], r.data.params["model.regime"]) for r in runs)
     assert set(cells.values()) == {2}  # every mixer x regime cell once per seed
     assert len(list((cluster_storage / "ray_results" / "quickstart").glob("2*"))) == 1  # resumed, not rerun
+
+    # Provenance: the jobs' working_dir has no .git, yet every run names the submitting checkout.
+    [parent] = parent_runs(mlflow_server, "quickstart")
+    for run in [parent, *runs]:
+        assert run.data.tags["mlflow.source.git.commit"] == commit, run.data.tags
+        assert run.data.tags["vitscale.git.dirty"] == "true"
+    diff = MlflowClient(tracking_uri=mlflow_server).download_artifacts(
+        parent.info.run_id, "git.diff", str(tmp_path)
+    )
+    assert edit in Path(diff).read_text()

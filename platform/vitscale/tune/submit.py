@@ -111,7 +111,11 @@ def submit_resume(target: str, address: str, storage: str | None, allow_autoscal
     tracking_uri = os.environ.get("VITSCALE_TRACKING_URI") or _last(LAST_TRACKING_FILE)
     if tracking_uri:  # only where `study status` reads progress; the resume uses the execution's own
         metadata["vitscale_tracking_uri"] = tracking_uri
-    return _submit(project_root(Path.cwd()), address, command, metadata, {})
+    root = project_root(Path.cwd())
+    # The resumed trials run this checkout's code: its commit, dirty flag and diff travel as in submit.
+    return _submit(
+        root, address, command, metadata, capture(f"vitscale study resume {target}", cwd=root).to_env()
+    )
 
 
 def _submit(root: Path, address: str, command: list[str], metadata: dict, env: dict) -> str:
