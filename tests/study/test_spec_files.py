@@ -36,7 +36,7 @@ EXPECTED_TRIALS = {
     "mixers_by_regime.yaml": 18,  # 6 mixers x 3 regimes, one seed
     "paper_cifar100_zoo.yaml": 486,  # 18 arms x (24 tuning + 3 final)
     "ode_distill_teachers.yaml": 6,  # 2 mixers (discrete teachers) x 3 seeds
-    "ode_distill_quickstart.yaml": 18,  # 2 mixers x (scratch, weights 0.1 and 0.3) x 3 seeds
+    "ode_distill_quickstart.yaml": 12,  # 2 mixers x (scratch, weight 0.3) x 3 seeds
     "paper_cifar100_ode_distill.yaml": 18,  # 2 mixers x 3 sizes x 3 seeds
     "load_1000.yaml": 1000,  # the load benchmark: 4 points x 250 seeds
 }
