@@ -1,0 +1,355 @@
+"""Docs that cannot rot: what README.md and studies/README.md show must work as shown.
+
+- Every ```yaml block is checked: a study (or a fragment of one: any study key at the top) through
+  the real loader, as if the file lived in studies/ (so `include: ../search_spaces/x.yaml` and
+  `extends: quickstart.yaml` resolve as they would there); a bare trial fragment (`model:`,
+  `data:`, `train:` at the top) as the base trial of a study; a search space through the space
+  loader; a Kubernetes manifest (`apiVersion:`) only has to parse. A failure names the block's line.
+- Every `vitscale ...` line in README.md's code blocks whose command is on the CHEAP list runs and
+  exits 0; EXPENSIVE ones (Ray, training, benchmarks, servers) are skipped by name, and a command on
+  neither list fails the test until someone classifies it. Each command of the CLI reference table
+  answers `--help`, and every model flag the README names is in `vitscale model info --help`.
+
+The commands run in one subprocess (the venv's interpreter, from the repo root) that calls
+`vitscale.cli.main(argv)` for each, so torch and the CLI are imported once.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vitscale.study import SpecError, is_space_file, load_space, load_study
+
+ROOT = Path(__file__).resolve().parents[1]
+YAML_DOCS = ("README.md", "studies/README.md")
+COMMAND_DOCS = ("README.md",)
+FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```", re.S | re.M)
+SHELL_LANGS = {"", "bash", "sh", "shell", "console"}
+TRIAL_SECTIONS = {"model", "data", "train"}
+
+# Commands (the words after `vitscale`) safe to run in a test: they read files and print.
+CHEAP = {"study validate", "study show", "study schema", "model info"}
+# Commands that start Ray, train, benchmark, talk to a cluster or serve a UI: never run here.
+EXPENSIVE = {
+    "study run",
+    "study resume",
+    "study submit",
+    "study status",
+    "study logs",
+    "train",
+    "bench",
+    "analyze",
+    "data info",
+    "ui",
+    "dashboard",
+    "demo",
+}
+SEPARATORS = {"&&", "||", ";", "|", "&"}
+REDIRECTS = {">", ">>", "<", "2>", "&>"}
+
+
+@dataclass(frozen=True)
+class Block:
+    doc: str
+    line: int  # line of the opening fence in the markdown file
+    lang: str
+    text: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.doc}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Command:
+    where: str  # doc:line of the command in the markdown file
+    argv: tuple[str, ...]  # after `vitscale`, globs expanded against the repo root
+    redirect: str | None  # the file the doc sends stdout to, if any
+
+    @property
+    def name(self) -> str:
+        """The command as CHEAP / EXPENSIVE spell it: its leading subcommand words."""
+        words = [w for w in self.argv[:2] if re.fullmatch(r"[a-z][a-z-]*", w)]
+        if len(words) == 2 and " ".join(words) in CHEAP | EXPENSIVE:
+            return " ".join(words)
+        return words[0] if words else ""
+
+
+def blocks(text: str, doc: str) -> list[Block]:
+    return [
+        Block(doc, text.count("\n", 0, m.start()) + 1, m.group(1), m.group(2)) for m in FENCE.finditer(text)
+    ]
+
+
+def doc_blocks(docs: tuple[str, ...], langs: set[str]) -> list[Block]:
+    out = []
+    for doc in docs:
+        out += [b for b in blocks((ROOT / doc).read_text(), doc) if b.lang in langs]
+    return out
+
+
+# ---------------------------------------------------------------- YAML blocks
+
+
+@pytest.fixture(scope="module")
+def studies_dir(tmp_path_factory) -> Path:
+    """A stand-in for studies/ beside search_spaces/: links to every shipped file, room for blocks."""
+    base = tmp_path_factory.mktemp("docs")
+    for folder in ("studies", "search_spaces"):
+        (base / folder).mkdir()
+        for path in (ROOT / folder).iterdir():
+            (base / folder / path.name).symlink_to(path)
+    return base / "studies"
+
+
+def check_yaml_block(block: Block, studies: Path) -> str:
+    """Validate one block as what it is; return that kind. Raises AssertionError naming the block."""
+    try:
+        raw = yaml.safe_load(block.text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = block.line + 1 + mark.line if mark else block.line
+        raise AssertionError(f"{block.doc}:{line}: the ```yaml block does not parse: {exc}") from None
+    if not isinstance(raw, dict):
+        raise AssertionError(f"{block.where}: a ```yaml block should be a mapping, got {type(raw).__name__}")
+    if "apiVersion" in raw:
+        return "manifest"  # Kubernetes: parsing is all we can check here
+    if is_space_file(raw) and set(raw) <= TRIAL_SECTIONS and not _looks_like_space(raw):
+        kind, raw = "trial", {"name": "doc-block", "trial": raw}
+    elif is_space_file(raw):
+        kind = "space"
+    else:
+        kind = "study"
+        raw.setdefault("name", "doc-block")  # a fragment showing some keys of a study
+    stem = f"{Path(block.doc).stem.lower()}-line{block.line}"
+    folder = studies if kind != "space" else studies.parent / "search_spaces"
+    path = folder / f"{stem}.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    try:
+        if kind == "space":
+            load_space(path)
+        else:
+            load_study(path)
+    except SpecError as exc:
+        lines = [line.replace(str(path), f"{block.where} ({kind} block)") for line in exc.lines]
+        raise AssertionError("\n".join(lines)) from None
+    finally:
+        path.unlink()
+    return kind
+
+
+def _looks_like_space(raw: dict) -> bool:
+    """Search-space parameters are one-key distributions ({choice: ...}) or an include."""
+    kinds = {"choice", "grid", "int", "uniform", "loguniform"}
+    return all(k == "include" or (isinstance(v, dict) and kinds & set(v)) for k, v in raw.items())
+
+
+YAML_BLOCKS = doc_blocks(YAML_DOCS, {"yaml", "yml"})
+
+
+@pytest.mark.parametrize("block", YAML_BLOCKS, ids=[b.where for b in YAML_BLOCKS])
+def test_yaml_block_validates(block, studies_dir):
+    check_yaml_block(block, studies_dir)
+
+
+def test_yaml_blocks_are_found():
+    """The extraction itself: the README's headline study is among the blocks, as a study."""
+    assert len(YAML_BLOCKS) >= 4
+    assert any(b.doc == "README.md" and "name: ssog-width-sweep" in b.text for b in YAML_BLOCKS)
+
+
+def test_a_broken_block_fails_naming_its_line(studies_dir):
+    md = "# doc\n\ntext\n\n```yaml\nname: x\ntrial: {model: {heads: 5}}\n```\n"
+    (block,) = blocks(md, "DOC.md")
+    with pytest.raises(
+        AssertionError, match=r"DOC\.md:5 \(study block\): trial\.model\.heads: 5 does not divide"
+    ):
+        check_yaml_block(block, studies_dir)
+    space = Block("DOC.md", 9, "yaml", "model.width: {choice: []}\n")
+    with pytest.raises(AssertionError, match=r"DOC\.md:9 \(space block\): model\.width"):
+        check_yaml_block(space, studies_dir)
+    broken = Block("DOC.md", 20, "yaml", "name: ok\ntrial: [\n")
+    with pytest.raises(AssertionError, match=r"DOC\.md:2[23]: the ```yaml block does not parse"):
+        check_yaml_block(broken, studies_dir)
+
+
+# ---------------------------------------------------------------- commands
+
+
+def commands(block: Block) -> list[Command]:
+    """The `vitscale ...` commands of a shell block: continuations joined, comments dropped,
+    `a && b` split, a `> file` redirect noted and removed, globs expanded from the repo root."""
+    out: list[Command] = []
+    lines = block.text.split("\n")
+    i = 0
+    while i < len(lines):
+        start, text = i, lines[i]
+        while text.rstrip().endswith("\\") and i + 1 < len(lines):
+            i += 1
+            text = text.rstrip()[:-1] + " " + lines[i]
+        i += 1
+        lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+        for part in _split(tokens):
+            if not part or part[0] != "vitscale":
+                continue
+            argv, redirect = _redirect(part[1:])
+            argv = [expanded for token in argv for expanded in _glob(token)]
+            out.append(Command(f"{block.doc}:{block.line + 1 + start}", tuple(argv), redirect))
+    return out
+
+
+def _split(tokens: list[str]) -> list[list[str]]:
+    parts: list[list[str]] = [[]]
+    for token in tokens:
+        if token in SEPARATORS:
+            parts.append([])
+        else:
+            parts[-1].append(token)
+    return parts
+
+
+def _redirect(tokens: list[str]) -> tuple[list[str], str | None]:
+    for n, token in enumerate(tokens):
+        if token in REDIRECTS:
+            return tokens[:n], tokens[n + 1] if n + 1 < len(tokens) else None
+    return tokens, None
+
+
+def _glob(token: str) -> list[str]:
+    if not re.search(r"[*?[]", token):
+        return [token]
+    return sorted(os.path.relpath(p, ROOT) for p in glob.glob(str(ROOT / token))) or [token]
+
+
+DOC_COMMANDS = [c for b in doc_blocks(COMMAND_DOCS, SHELL_LANGS) for c in commands(b)]
+CHEAP_COMMANDS = [c for c in DOC_COMMANDS if c.name in CHEAP or "--help" in c.argv]
+
+
+def reference_commands() -> list[Command]:
+    """`<command> --help` for each command of README's CLI reference table."""
+    out = []
+    for n, line in enumerate((ROOT / "README.md").read_text().split("\n"), start=1):
+        if not line.startswith("| `vitscale "):
+            continue
+        for text in re.findall(r"`vitscale ([^`]*)`", line):
+            words = []
+            for word in text.split():
+                if not re.fullmatch(r"[a-z][a-z-]*", word) or len(words) == 2:
+                    break
+                words.append(word)
+            out.append(Command(f"README.md:{n}", (*words, "--help"), None))
+    return out
+
+
+REFERENCE_COMMANDS = reference_commands()
+MODEL_HELP = Command("README.md (model flags)", ("model", "info", "--help"), None)
+
+DRIVER = r"""
+import contextlib, io, json, sys, traceback
+from vitscale.cli import main
+results = []
+for argv in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(argv)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except BaseException:
+            traceback.print_exc()
+            code = "exception"
+    results.append({"code": code, "out": out.getvalue(), "err": err.getvalue()})
+with open(sys.argv[2], "w") as f:
+    json.dump(results, f)
+"""
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory) -> dict[tuple[str, ...], dict]:
+    """argv -> {code, out, err} for every command to run, from one subprocess at the repo root."""
+    argvs = list(dict.fromkeys(c.argv for c in [*CHEAP_COMMANDS, *REFERENCE_COMMANDS, MODEL_HELP]))
+    result_file = tmp_path_factory.mktemp("cli") / "results.json"
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
+    env.pop("FORCE_COLOR", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", DRIVER, json.dumps(argvs), str(result_file)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, f"the command driver failed:\n{proc.stdout}\n{proc.stderr}"
+    return dict(zip(argvs, json.loads(result_file.read_text()), strict=True))
+
+
+def _explain(command: Command, result: dict) -> str:
+    shown = " ".join(shlex.quote(a) for a in command.argv)
+    return f"{command.where}: `vitscale {shown}` exited {result['code']}:\n{result['err'][-3000:]}"
+
+
+def test_every_readme_command_is_classified():
+    unknown = [
+        f"{c.where}: `vitscale {' '.join(c.argv)}`: not a command this test knows: fix the doc, or add {c.name!r} to CHEAP or EXPENSIVE"
+        for c in DOC_COMMANDS
+        if c.name not in CHEAP | EXPENSIVE and "--help" not in c.argv
+    ]
+    assert not unknown, "\n".join(unknown)
+
+
+@pytest.mark.parametrize(
+    "command", CHEAP_COMMANDS, ids=[f"{c.where} {' '.join(c.argv)}"[:80] for c in CHEAP_COMMANDS]
+)
+def test_readme_command_runs(command, ran):
+    result = ran[command.argv]
+    assert result["code"] == 0, _explain(command, result)
+    if command.redirect and command.redirect.endswith(".json"):
+        json.loads(result["out"])  # what the README sends to a .json file is JSON
+
+
+def test_readme_runs_some_commands():
+    """The extraction itself: the README's validate/show/schema/model info lines are found."""
+    assert {c.name for c in CHEAP_COMMANDS} >= CHEAP
+    assert any(
+        c.argv[:2] == ("study", "validate") and len(c.argv) > 5 for c in CHEAP_COMMANDS
+    )  # glob expanded
+
+
+@pytest.mark.parametrize("command", REFERENCE_COMMANDS, ids=[" ".join(c.argv) for c in REFERENCE_COMMANDS])
+def test_cli_reference_command_exists(command, ran):
+    result = ran[command.argv]
+    assert result["code"] == 0 and "Usage" in result["out"], _explain(command, result)
+
+
+def test_readme_model_flags_exist(ran):
+    """Each flag of README's "Model flags are generated ..." paragraph is a flag of `model info`."""
+    text = (ROOT / "README.md").read_text()
+    paragraph = text[text.index("Model flags are generated") :].split("\n\n")[0]
+    flags = set()
+    for flag in re.findall(r"--(?:\[no-\])?[a-z][a-z0-9-]*", paragraph):
+        if flag.startswith("--[no-]"):
+            flags |= {"--" + flag[7:], "--no-" + flag[7:]}
+        else:
+            flags.add(flag)
+    flags -= {"--help", "--<section>-<setting>"}
+    assert len(flags) > 10
+    result = ran[MODEL_HELP.argv]
+    assert result["code"] == 0, _explain(MODEL_HELP, result)
+    offered = set(re.findall(r"--[a-z][a-z0-9-]*", result["out"]))
+    assert not flags - offered, (
+        f"README.md names model flags `model info` does not have: {sorted(flags - offered)}"
+    )
