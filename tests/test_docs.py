@@ -353,3 +353,88 @@ def test_readme_model_flags_exist(ran):
     assert not flags - offered, (
         f"README.md names model flags `model info` does not have: {sorted(flags - offered)}"
     )
+
+
+# ---------------------------------------------------------------- links and names
+
+
+def _prose(text: str) -> str:
+    """The markdown without its fenced code blocks."""
+    return FENCE.sub("", text)
+
+
+@pytest.mark.parametrize("doc", [*YAML_DOCS, "docs/architecture.md"])
+def test_links_stay_in_the_repo_and_exist(doc):
+    text = _prose((ROOT / doc).read_text())
+    targets = re.findall(r"\]\(([^)#\s]+)", text) + re.findall(r"`(\.\./[^`\s]+)`", text)
+    bad = []
+    for target in targets:
+        if "://" in target or target.startswith("mailto:"):
+            continue
+        path = ((ROOT / doc).parent / target).resolve()
+        if not path.is_relative_to(ROOT) or not path.exists():
+            bad.append(target)
+    assert not bad, f"{doc} points at paths outside the repository or missing: {bad}"
+
+
+PACKAGE = ROOT / "platform" / "vitscale"
+SUBPACKAGES = "study|tune|train|bench|analysis|tracking|data|models|cli"
+
+
+def _defines(module: Path, name: str) -> bool:
+    text = module.read_text()
+    pattern = (
+        rf"^(?:async def|def|class) {name}\b|^{name}\s*[:=]|^from \S+ import [^\n]*\b{name}\b|^\s+{name},$"
+    )
+    return re.search(pattern, text, re.M) is not None
+
+
+def _resolves(dotted: str) -> bool:
+    """`bench.trial.bench_trial` -> platform/vitscale/bench/trial.py defines (or imports) bench_trial."""
+    parts, base = dotted.split("."), PACKAGE
+    while parts and (base / parts[0]).is_dir():
+        base = base / parts.pop(0)
+    module = base / "__init__.py"
+    if parts and (base / f"{parts[0]}.py").is_file():
+        module = base / f"{parts.pop(0)}.py"
+    return module.is_file() and (not parts or (len(parts) == 1 and _defines(module, parts[0])))
+
+
+def test_architecture_names_exist():
+    """The modules, functions and files docs/architecture.md names are in the code today."""
+    text = (ROOT / "docs/architecture.md").read_text()
+    names = set(re.findall(rf"(?<![\w/.-])(?:{SUBPACKAGES})\.[a-z_]+(?:\.[a-z_]+)*", text))
+    names = {n for n in names if n.rsplit(".", 1)[-1] not in {"py", "json", "yaml", "md"}}
+    missing = sorted(n for n in names if not _resolves(n))
+    files = set(re.findall(r"`([\w./-]+\.(?:py|yaml|md))`", text))
+    everywhere = {p.name for folder in ("platform", "tests", "studies") for p in (ROOT / folder).rglob("*")}
+    for name in files:
+        if "/" in name:
+            if not any((base / name).exists() for base in (ROOT, PACKAGE)):
+                missing.append(name)
+        elif name not in everywhere:
+            missing.append(name)
+    assert len(names) > 5 and len(files) > 5
+    assert not missing, f"docs/architecture.md names what the code does not have: {missing}"
+
+
+def test_architecture_layer_table_is_the_layering_contract():
+    """docs/architecture.md's layer table lists exactly tests/test_layering.py's LAYERS, in order."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("layering_contract", ROOT / "tests" / "test_layering.py")
+    layering = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(layering)
+    text = (ROOT / "docs/architecture.md").read_text()
+    section = text[text.index("## Layers") :].split("\n## ")[0]
+    table: dict[int, set[str]] = {}
+    rank = None
+    for line in section.split("\n"):
+        match = re.match(r"    (\d| )  (.{26})", line)
+        if not match or not match.group(2).strip():
+            continue
+        rank = int(match.group(1)) if match.group(1) != " " else rank
+        names = {n.strip().removesuffix("/__init__") for n in match.group(2).split(",")}
+        table.setdefault(rank, set()).update(n for n in names if n)
+    contract = {i: set(names) for i, (names, _) in enumerate(layering.LAYERS)}
+    assert table == contract, f"docs/architecture.md's layers differ from LAYERS:\n{table}\n{contract}"
