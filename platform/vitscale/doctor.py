@@ -22,6 +22,11 @@ from pathlib import Path
 import torch
 import yaml
 
+from vitscale.models import MIXERS, REGIMES, ModelConfig, build
+from vitscale.models.regimes.ode import NeuralOde
+from vitscale.tracking import store
+from vitscale.train import TrialConfig, fit
+
 DEVICE = "cuda"  # a CPU dry run of the checks sets "cpu"
 TINY_MODEL = {"width": 64, "depth": 2, "heads": 2, "patch_size": 4}
 TINY_DATA = {"dataset": "synthetic", "resolution": 32, "num_train": 256, "num_val": 64, "num_test": 64}
@@ -29,8 +34,6 @@ TINY_DATA = {"dataset": "synthetic", "resolution": 32, "num_train": 256, "num_va
 
 def _fit(mixer: str, regime: str, compile_model: bool = False) -> str:
     """One epoch of the real training loop on CUDA with bf16 autocast (train.amp)."""
-    from vitscale.train import TrialConfig, fit
-
     model = {**TINY_MODEL, "mixer": mixer, "regime": regime, "ode": {"solver": "dopri5"}}
     train = {"epochs": 1, "batch_size": 64, "device": DEVICE, "amp": True, "compile": compile_model}
     result = fit(TrialConfig.model_validate({"model": model, "data": TINY_DATA, "train": train}))
@@ -42,9 +45,6 @@ def _fit(mixer: str, regime: str, compile_model: bool = False) -> str:
 
 def _autocast_dtypes(mixer: str, regime: str) -> str:
     """Under bf16 autocast, Linear layers give bf16, except inside an adaptive ODE's field (fp32)."""
-    from vitscale.models import ModelConfig, build
-    from vitscale.models.regimes.ode import NeuralOde
-
     config = ModelConfig(mixer=mixer, regime=regime, num_classes=10, ode={"solver": "dopri5"}, **TINY_MODEL)
     model = build(config).to(DEVICE)
     inside = {id(m) for ode in model.modules() if isinstance(ode, NeuralOde) for m in ode.modules()}
@@ -87,8 +87,6 @@ def _bench() -> str:
 
 def _packed_study() -> str:
     """Two trials with resources.gpu 0.5 on one visible GPU: Ray runs them side by side."""
-    from mlflow import MlflowClient
-
     folder = Path(tempfile.mkdtemp(prefix="vitscale-gpu-check-"))
     trial = {
         "model": TINY_MODEL,
@@ -116,7 +114,7 @@ def _packed_study() -> str:
     )
     if proc.returncode != 0:
         raise RuntimeError((proc.stderr.strip() or proc.stdout.strip()).splitlines()[-1])
-    client = MlflowClient(tracking_uri=uri)
+    client = store.client_for(uri)
     runs = client.search_runs(
         [client.get_experiment_by_name("gpu-check").experiment_id], "tags.`vitscale.role` = 'trial'"
     )
@@ -129,8 +127,6 @@ def _packed_study() -> str:
 
 
 def checks() -> list[tuple[str, Callable[[], str]]]:
-    from vitscale.models import MIXERS, REGIMES
-
     out: list[tuple[str, Callable[[], str]]] = []
     for mixer in MIXERS:
         for regime in REGIMES:

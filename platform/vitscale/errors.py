@@ -6,6 +6,16 @@ is a bug and keeps its traceback. `TrialFailure` subclasses end one trial, never
 `DataError` is both.
 """
 
+# The failure reason of a trial or a benchmark configuration that ran out of memory (MLflow tag
+# vitscale.failure_reason, a bench record's status). Benchmarks wrote `oom` before: readers accept both.
+OUT_OF_MEMORY = "out_of_memory"
+_OLD_OUT_OF_MEMORY = "oom"
+
+
+def is_out_of_memory(reason: str | None) -> bool:
+    """True for a failure reason (`out_of_memory`, or the older `oom`, optionally `: detail`)."""
+    return (reason or "").partition(":")[0].strip() in (OUT_OF_MEMORY, _OLD_OUT_OF_MEMORY)
+
 
 class UserError(Exception):
     """A mistake the user can fix; the message names the key or path and the fix."""
@@ -42,7 +52,7 @@ class DataError(UserError, TrialFailure):
 class TrialOutOfMemory(TrialFailure):
     """The trial's device ran out of memory."""
 
-    reason = "out_of_memory"
+    reason = OUT_OF_MEMORY
 
 
 class TeacherMismatch(UserError, TrialFailure):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from mlflow import MlflowClient
 
-from vitscale.bench.tracking import MlflowBenchLog
 from vitscale.tracking import layout
+from vitscale.tune.bench_log import MlflowBenchLog
 
 
 def _records(config):
@@ -27,7 +27,9 @@ def _records(config):
             threads=1,
         )
         out.append(r)
-    out[1].update(status="oom", error="OutOfMemoryError: CUDA out of memory", images_per_second=None)
+    out[1].update(
+        status="out_of_memory", error="OutOfMemoryError: CUDA out of memory", images_per_second=None
+    )
     return out
 
 
@@ -59,7 +61,7 @@ def test_parent_and_children_in_the_layout_analyze_reads(tiny_config, tmp_path):
         math = params["model.mixer"] == "attention" and params["model.attention.backend"] == "math"
         if math and params["model.image_size"] == "16":
             assert child.info.status == "FAILED" and tags[layout.STATUS] == "FAILED"
-            assert tags[layout.FAILURE_REASON].startswith("oom: OutOfMemoryError")
+            assert tags[layout.FAILURE_REASON].startswith("out_of_memory: OutOfMemoryError")
             assert "images_per_second" not in child.data.metrics
         else:
             assert child.info.status == "FINISHED" and tags[layout.STATUS] == "FINISHED"

@@ -30,7 +30,9 @@ def test_cuda_oom_in_one_configuration_is_recorded_and_the_sweep_goes_on(
     by = {(r["resolution"], r["mixer"], r["attention_backend"]): r for r in records}
     for res in (16, 32):
         oom = by[(res, "attention", "math")]
-        assert oom["status"] == "oom" and oom["error"].startswith("OutOfMemoryError: CUDA out of memory")
+        assert oom["status"] == "out_of_memory" and oom["error"].startswith(
+            "OutOfMemoryError: CUDA out of memory"
+        )
         assert oom["images_per_second"] is None and oom["latency_ms"] is None
         assert by[(res, "attention", "sdpa")]["status"] == by[(res, "ssog", None)]["status"] == "ok"
 
@@ -38,10 +40,10 @@ def test_cuda_oom_in_one_configuration_is_recorded_and_the_sweep_goes_on(
 @pytest.mark.parametrize(
     ("error", "status"),
     [
-        (MemoryError(), "oom"),
+        (MemoryError(), "out_of_memory"),
         (
             RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory"),
-            "oom",
+            "out_of_memory",
         ),
         (ValueError("something else"), "error"),
     ],
@@ -60,7 +62,7 @@ def test_a_worker_killed_by_the_oom_killer_is_an_oom_record(tiny_config, monkeyp
     kill = "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
     monkeypatch.setattr(isolate, "WORKER", [sys.executable, "-c", kill])
     record = isolate.run_isolated(config, point)
-    assert record["status"] == "oom" and "SIGKILL" in record["error"]
+    assert record["status"] == "out_of_memory" and "SIGKILL" in record["error"]
     assert record["mixer"] == "attention" and record["images_per_second"] is None
 
     monkeypatch.setattr(isolate, "WORKER", [sys.executable, "-c", "import sys; sys.exit('boom')"])

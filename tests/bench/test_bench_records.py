@@ -32,7 +32,7 @@ def _records(config):
         )
         out.append(r)
     out[1].update(
-        status="oom",
+        status="out_of_memory",
         error="OutOfMemoryError: out of memory",
         images_per_second=None,
         latency_ms=float("nan"),
@@ -50,7 +50,7 @@ def test_parquet_has_exactly_the_schema_and_the_config(tiny_config, tmp_path):
     assert table.num_rows == 3
     assert json.loads(table.schema.metadata[b"vitscale.benchmark"]) == config.model_dump(mode="json")
     rows = table.to_pylist()
-    assert [r["status"] for r in rows] == ["ok", "oom", "ok"]
+    assert [r["status"] for r in rows] == ["ok", "out_of_memory", "ok"]
     assert rows[1]["latency_ms"] is None  # NaN is written as null
     assert rows[2]["attention_backend"] is None and rows[0]["attention_backend"] == "sdpa"
     assert rows[0]["latencies_ms"] == [1.0, 2.0] and rows[0]["tokens"] == 4

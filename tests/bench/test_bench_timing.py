@@ -115,7 +115,7 @@ def test_interleaved_timing_is_round_robin_and_a_failing_model_drops_out(tiny_co
 
     config = tiny_config(warmup=1, repeats=3)
     records = measure.measure_interleaved(config, config.configurations(), build_model=build)
-    assert [r["status"] for r in records] == ["ok", "oom", "ok"]
+    assert [r["status"] for r in records] == ["ok", "out_of_memory", "ok"]
     assert records[1]["error"].startswith("MemoryError") and records[1]["images_per_second"] is None
     # counting forwards (math fails in its own), warmups, then 3 rounds starting one model later each time
     assert log == ["sdpa", "math", "ssog", "sdpa", "ssog", "sdpa", "ssog", "ssog", "sdpa", "sdpa", "ssog"]

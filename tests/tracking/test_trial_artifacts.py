@@ -13,7 +13,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tune"))
 
 from study_helpers import child_runs, vitscale, write_study  # noqa: E402
 
-from vitscale.tracking.trial_artifacts import CHECKPOINT_TAG, choose_best, load_from_mlflow  # noqa: E402
+from vitscale.tracking.trial_artifacts import CHECKPOINT_TAG, choose_best  # noqa: E402
+from vitscale.train.from_mlflow import load_from_mlflow  # noqa: E402
 
 
 def _entry(arm, key, value, params=1.0):
@@ -81,7 +82,7 @@ def test_study_logs_the_best_checkpoint_per_arm_the_trial_logs_and_a_wandb_offli
     from vitscale import data as vdata
     from vitscale.train import TrialConfig
     from vitscale.train.evaluate import evaluate
-    from vitscale.train.teacher import _unflatten
+    from vitscale.train.from_mlflow import unflatten_params as _unflatten
 
     run = best[0]
     model = load_from_mlflow(run.info.run_id, uri)

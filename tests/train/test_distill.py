@@ -18,7 +18,7 @@ from vitscale.train import TrialConfig, fit
 from vitscale.train.checkpoint import TrainState, save_checkpoint
 from vitscale.train.config import DistillConfig
 from vitscale.train.distill import make_distiller
-from vitscale.train.teacher import resolve_spec_teachers
+from vitscale.train.from_mlflow import resolve_spec_teachers
 
 TINY = {"width": 16, "depth": 3, "heads": 2, "patch_size": 4, "image_size": 16, "in_chans": 1}
 

@@ -16,7 +16,8 @@ import numpy as np
 import pyarrow as pa
 from scipy import stats
 
-from vitscale.analysis.fields import SEED_COLUMNS, as_float, descriptive_fields, mixer_order, regime_order
+from vitscale.analysis.fields import SEED_COLUMNS, as_float, descriptive_fields
+from vitscale.models.registry import mixer_order, regime_order
 
 COUNT_COLUMNS = ("n_runs", "n_used", "n_failed", "n_stopped_early", "n_killed", "n_other", "n_did_not_train")
 

@@ -17,9 +17,9 @@ import numpy as np
 import pyarrow as pa
 
 from vitscale.analysis.aggregate import group_keys, mean_ci
-from vitscale.analysis.fields import BASELINE, regime_order
 from vitscale.analysis.outcomes import outcome_counts, scored
 from vitscale.analysis.paired import PairedDelta, by_seed, paired_delta
+from vitscale.models.registry import BASELINE, regime_order
 
 METRICS = ("val_top1", "test_top1")  # test is reported beside validation, never used to choose
 DEFAULT_REFERENCE = {"model.mixer": BASELINE}

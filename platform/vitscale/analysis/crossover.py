@@ -20,7 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from vitscale.analysis.fields import BASELINE, as_float
+from vitscale.analysis.fields import as_float
+from vitscale.models.registry import BASELINE
 
 METRICS = {"images_per_second": "higher", "peak_memory_mb": "lower"}
 

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from vitscale.models.registry import MIXERS
+from vitscale.models.registry import BASELINE, MIXERS
 
 FIELDS: dict[str, tuple[str, ...]] = {
     "mixer": ("model.mixer",),
@@ -25,8 +25,6 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "seed": ("train.seed", "bench.seed", "seed"),
 }
 SEED_COLUMNS = ("train.seed", "bench.seed", "seed", "bench.repeat")
-BASELINE = "attention"
-CANDIDATE = "ssog"
 
 
 def setting_fields() -> dict[str, tuple[str, str]]:
@@ -117,17 +115,6 @@ def series_labels(table: pa.Table) -> list[str]:
                 label += f"/{name.split('.', 1)[1]}={settings[name][i]}"
         labels.append(label)
     return labels
-
-
-def mixer_order(mixers: list[str]) -> list[str]:
-    """Baseline first, candidate second, the rest alphabetically: stable colours and columns."""
-    rank = {BASELINE: 0, CANDIDATE: 1}
-    return sorted(set(mixers), key=lambda m: (rank.get(m, 2), m))
-
-
-def regime_order(regimes: list[str]) -> list[str]:
-    rank = {"discrete": 0, "looped": 1, "ode": 2}
-    return sorted(set(regimes), key=lambda r: (rank.get(r, 3), str(r)))
 
 
 def as_float(col: pa.ChunkedArray | pa.Array) -> np.ndarray:

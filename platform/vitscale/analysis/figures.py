@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
-from vitscale.analysis.fields import as_float, mixer_order, regime_order
+from vitscale.analysis.fields import as_float
 from vitscale.analysis.fits import PowerLawFit
 from vitscale.analysis.fronts import Front
 from vitscale.analysis.style import (
@@ -26,6 +26,7 @@ from vitscale.analysis.style import (
     Style,
     style_for,
 )
+from vitscale.models.registry import mixer_order, regime_order
 
 
 def save(fig: Figure, out_dir: Path, name: str) -> list[Path]:
@@ -53,7 +54,7 @@ def _log_axis(axis, ticks: list[float] | None = None) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def _axes(title: str, xlabel: str, ylabel: str, logx: bool = False, logy: bool = False):
+def axes(title: str, xlabel: str, ylabel: str, logx: bool = False, logy: bool = False):
     fig = Figure(figsize=(6.4, 4.6))  # fixed margins: constrained layout would double the draw time
     fig.subplots_adjust(left=0.12, right=0.97, bottom=0.11, top=0.93)
     ax = fig.add_subplot()
@@ -80,7 +81,7 @@ def accuracy_figure(
     if x == "nfe_mean":
         rows = rows.filter(pc.equal(rows.column("regime"), "ode"))
     style = style_for(agg)
-    fig, ax = _axes(title, LABELS.get(x, x), LABELS["val_top1"], logx=logx)
+    fig, ax = axes(title, LABELS.get(x, x), LABELS["val_top1"], logx=logx)
     _points(ax, rows, f"{x}_mean", "val_top1_mean", "val_top1_ci95", style, scale=100.0)
     if front is not None and front.table.num_rows:
         fx, fy = (
@@ -132,7 +133,7 @@ def error_figure(
     """Top-1 error (%) vs params, log-log, with each mixer x regime's fitted a·P^-b + c."""
     rows = agg.filter(pc.greater(agg.column("n_used"), 0))
     style = style_for(agg)
-    fig, ax = _axes(
+    fig, ax = axes(
         "Scaling: error vs parameters", LABELS["params"], "validation top-1 error (%)", logx=True, logy=True
     )
     _points(
@@ -177,7 +178,7 @@ def resolution_figure(
     """A benchmark metric vs resolution, one line per series x regime (x setting), log-log."""
     rows = agg.filter(pc.greater(agg.column("n_used"), 0))
     style = style_for(agg)
-    fig, ax = _axes(title, LABELS["resolution"], LABELS[metric], logx=True, logy=True)
+    fig, ax = axes(title, LABELS["resolution"], LABELS[metric], logx=True, logy=True)
     keys = list(
         zip(
             rows.column("series").to_pylist(),
@@ -250,7 +251,7 @@ def cost_figure(
     """Seconds per image vs tokens, log-log, with each series' fitted power (the cost exponent)."""
     rows = agg.filter(pc.greater(agg.column("n_used"), 0))
     style = style_for(agg)
-    fig, ax = _axes(
+    fig, ax = axes(
         "Cost exponents: time vs tokens", "tokens per image", "time per image (s)", logx=True, logy=True
     )
     tok = "tokens_mean" if "tokens_mean" in rows.column_names else "tokens"

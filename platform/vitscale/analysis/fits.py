@@ -21,8 +21,9 @@ import pyarrow as pa
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from vitscale.analysis.fields import as_float, mixer_order, regime_order
+from vitscale.analysis.fields import as_float
 from vitscale.analysis.outcomes import outcome_counts
+from vitscale.models.registry import mixer_order, regime_order
 
 MIN_DISTINCT_P = 4
 N_BOOT = 1000

@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from vitscale.analysis.figures import axes, save
+
 MIN_RUNS = 4
 CSV_FILE = "importance.csv"
 
@@ -85,9 +87,7 @@ def write_importance(rows: list[dict], out_dir: Path, metric: str) -> Path:
 
 
 def importance_figure(rows: list[dict], out_dir: Path, metric: str) -> list[Path]:
-    from vitscale.analysis.figures import _axes, save
-
-    fig, ax = _axes(f"Hyperparameter importance for {metric} (fANOVA)", "importance", "")
+    fig, ax = axes(f"Hyperparameter importance for {metric} (fANOVA)", "importance", "")
     names = [r["parameter"] for r in rows][::-1]
     ax.barh(names, [r["importance"] for r in rows][::-1], color="#4c72b0")
     ax.set_xlim(0, 1)
@@ -98,8 +98,6 @@ def parallel_figure(runs: pa.Table, keys: list[str], out_dir: Path, metric: str)
     """One line per finished run across the searched parameters (each axis scaled to [0, 1];
     categories at even spacing), coloured by the validation objective."""
     from matplotlib import colormaps
-
-    from vitscale.analysis.figures import _axes, save
 
     rows = _rows(runs, keys, metric)
     if not rows or not keys:
@@ -119,7 +117,7 @@ def parallel_figure(runs: pa.Table, keys: list[str], out_dir: Path, metric: str)
             axes_values.append(np.array([pos[str(v)] for v in raw]))
     values = np.array([r["value"] for r in rows])
     norm = (values - values.min()) / (np.ptp(values) or 1.0)
-    fig, ax = _axes(f"Parallel coordinates, coloured by {metric}", "", "scaled value")
+    fig, ax = axes(f"Parallel coordinates, coloured by {metric}", "", "scaled value")
     cmap = colormaps["viridis"]
     xs = np.arange(len(keys) + 1)
     for i in np.argsort(norm):

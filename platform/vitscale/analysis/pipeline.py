@@ -28,6 +28,7 @@ from vitscale.analysis.exponents import cost_exponents
 from vitscale.analysis.fields import with_fields
 from vitscale.analysis.fits import HUBER_DELTA, MIN_DISTINCT_P, N_BOOT, clean_json, fit_to_dict, scaling_fits
 from vitscale.analysis.fronts import bench_fronts, setting_columns, train_fronts, with_setting, write_front
+from vitscale.analysis.importance import analyse_importance
 from vitscale.analysis.outcomes import POLICIES, with_outcomes
 from vitscale.analysis.report import write_report
 from vitscale.analysis.report_arms import write_arms
@@ -36,6 +37,7 @@ from vitscale.analysis.runs import StudyRuns, load_study_runs
 from vitscale.analysis.snapshot import read_snapshot, write_snapshot
 from vitscale.analysis.tuning import add_tuning
 from vitscale.errors import UserError
+from vitscale.tracking import store
 
 
 def analyze(
@@ -128,8 +130,6 @@ def analyze(
         progress.update(step, advance=1, description="figures")
         res.figure_paths = _figures(res)
         if res.kind != "benchmark":  # which searched parameters mattered (fANOVA), parallel coordinates
-            from vitscale.analysis.importance import analyse_importance
-
             res.figure_paths += analyse_importance(runs, snap.context.get("space"), out_dir)[2]
 
         progress.update(step, advance=1, description="report")
@@ -211,14 +211,11 @@ def _figures(res: AnalysisResult) -> list[Path]:
 
 def _log(source: StudyRuns, out_dir: Path, console: Console) -> str | None:
     """Log DIR under `analysis/` of the newest parent run; a failure here warns, the files stay."""
-    from mlflow import MlflowClient
-    from mlflow.exceptions import MlflowException
+    from mlflow.exceptions import MlflowException  # third-party, heavy: only when logging
 
     parent = source.parent_run_ids[0]
     try:
-        MlflowClient(tracking_uri=source.tracking_uri).log_artifacts(
-            parent, str(out_dir), artifact_path="analysis"
-        )
+        store.client_for(source.tracking_uri).log_artifacts(parent, str(out_dir), artifact_path="analysis")
     except (MlflowException, OSError) as exc:
         console.print(f"[yellow]warning: could not log the analysis to MLflow run {parent}: {exc}[/]")
         return None

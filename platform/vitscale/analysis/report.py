@@ -12,11 +12,13 @@ import numpy as np
 import pyarrow.compute as pc
 
 from vitscale.analysis.exponents import METHOD_LABELS, QUANTITY_LABELS
-from vitscale.analysis.fields import BASELINE, CANDIDATE, as_float, regime_order
+from vitscale.analysis.fields import as_float
 from vitscale.analysis.fits import MIN_DISTINCT_P
 from vitscale.analysis.markdown import num, outcomes, pm, si, table
 from vitscale.analysis.report_arms import arms_section, delta_section
+from vitscale.analysis.report_bench import bench_sections
 from vitscale.analysis.result import AnalysisResult
+from vitscale.models.registry import BASELINE, CANDIDATE, regime_order
 
 KIND_NAMES = {"train": "Training", "benchmark": "Benchmark", "comparison": "Comparison"}
 
@@ -267,8 +269,6 @@ def figures_section(res: AnalysisResult) -> list[str]:
 def render(res: AnalysisResult) -> str:
     """The whole report as markdown text."""
     if res.kind == "benchmark":
-        from vitscale.analysis.report_bench import bench_sections
-
         body = bench_sections(res)
     else:
         body = paper_table(res) + delta_section(res) + arms_section(res) + configurations_table(res)

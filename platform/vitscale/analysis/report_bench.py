@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from vitscale.analysis.fields import BASELINE, as_float, regime_order
-from vitscale.analysis.report import num, table
+from vitscale.analysis.fields import as_float
+from vitscale.analysis.markdown import num, table
 from vitscale.analysis.result import AnalysisResult, series_order
+from vitscale.errors import is_out_of_memory
+from vitscale.models.registry import BASELINE, regime_order
 
 
 def _value(mean: float, ci: float) -> str:
@@ -64,7 +66,9 @@ def measurement_tables(res: AnalysisResult) -> list[str]:
                         if i is None:
                             row.append("—")
                         elif used[i] == 0:
-                            row.append("oom" if any(k in reasons[i] for k in ("oom", "memory")) else "failed")
+                            row.append(
+                                "oom" if is_out_of_memory(reasons[i]) or "memory" in reasons[i] else "failed"
+                            )
                         else:
                             row.append(_value(*(v[i] for v in vals[m])))
                 for c in cands:

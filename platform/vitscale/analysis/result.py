@@ -10,9 +10,10 @@ import pyarrow as pa
 
 from vitscale.analysis.arms import Arm, ArmDelta
 from vitscale.analysis.crossover import Crossover
-from vitscale.analysis.fields import as_float, mixer_order, regime_order
+from vitscale.analysis.fields import as_float
 from vitscale.analysis.fits import PowerLawFit
 from vitscale.analysis.fronts import Front
+from vitscale.models.registry import mixer_order, regime_order
 
 
 @dataclass

@@ -17,11 +17,9 @@ import pyarrow as pa
 
 from vitscale.analysis.context import parent_context
 from vitscale.errors import UserError
-from vitscale.tracking import layout
-from vitscale.tracking.store import check_tracking_uri
-
-DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
-PAGE_SIZE = 1000
+from vitscale.tracking import layout, store
+from vitscale.tracking.layout import DEFAULT_TRACKING_URI
+from vitscale.tracking.store import PAGE_SIZE, search_all
 
 BASE_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("run_id", pa.string()),
@@ -153,12 +151,11 @@ def with_metadata(
 
 def load_study_runs(study: str, tracking_uri: str | None = None, experiment: str | None = None) -> StudyRuns:
     """All trial runs of every parent run of `study`, deduplicated by trial id (newest run wins)."""
-    from mlflow import MlflowClient
-    from mlflow.exceptions import MlflowException
+    from mlflow.exceptions import MlflowException  # third-party, heavy: only when reading MLflow
 
     uri = tracking_uri or DEFAULT_TRACKING_URI
     _check_store(study, uri)
-    client = MlflowClient(tracking_uri=uri)
+    client = store.client_for(uri)
     try:
         parents = _find_parents(client, study, experiment)
         if not parents:
@@ -189,19 +186,6 @@ def load_study_runs(study: str, tracking_uri: str | None = None, experiment: str
         tracking_uri=uri,
         context=parent_context(client, newest),
     )
-
-
-def search_all(client: Any, experiment_ids: list[str], filter_string: str) -> list[Any]:
-    """`search_runs`, following page tokens until the last page."""
-    out, token = [], None
-    while True:
-        page = client.search_runs(
-            experiment_ids, filter_string=filter_string, max_results=PAGE_SIZE, page_token=token
-        )
-        out.extend(page)
-        token = page.token
-        if not token:
-            return out
 
 
 def dedupe_by_trial(runs: list[Any]) -> list[Any]:
@@ -238,7 +222,7 @@ def _find_parents(client: Any, study: str, experiment: str | None) -> list[Any]:
 def _check_store(study: str, uri: str) -> None:
     """Fail with one line before MLflow retries for minutes (server) or creates an empty store (file)."""
     if uri.startswith(("http://", "https://")):
-        check_tracking_uri(uri)
+        store.check_tracking_uri(uri)
     elif uri.startswith("sqlite:///"):
         if not Path(uri.removeprefix("sqlite:///")).is_file():
             raise UserError(_missing(study, uri) + " (the store does not exist)")

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from vitscale.analysis.fields import mixer_order, regime_order
-from vitscale.models.registry import MIXERS
+from vitscale.models.registry import MIXERS, mixer_order, regime_order
 
 MIXER_COLORS = {"attention": "#1f77b4", "ssog": "#d62728"}
 SPARE_COLORS = ("#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")

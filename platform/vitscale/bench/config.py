@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from vitscale.models.config import ModelConfig
-from vitscale.models.registry import moved_keys
+from vitscale.models.registry import MIXERS, REGIMES, moved_keys
 
 # The model a sweep measures unless `benchmark.model` says otherwise: ViT-Ti/16, CIFAR-100 head, and
 # rk4 with step 1 for the ode regime: a fixed grid, so every mixer does the same 4·depth function
@@ -87,8 +87,6 @@ class BenchmarkConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> BenchmarkConfig:
-        from vitscale.models.registry import MIXERS, REGIMES
-
         for field, names, registry in (("mixers", self.mixers, MIXERS), ("regimes", self.regimes, REGIMES)):
             unknown = [n for n in names if n not in registry]
             if unknown:

@@ -3,7 +3,7 @@
 Why a subprocess and not multiprocessing: it needs no picklable __main__ (it works the same
 from the CLI, pytest and a Ray worker), and the child's peak RSS is the configuration's own.
 A child the kernel kills with SIGKILL has, on a machine without other limits, almost always
-met the OOM killer: that is recorded as `oom`; any other death as `error` with the last
+met the OOM killer: that is recorded as `out_of_memory`; any other death as `error` with the last
 line the child wrote on stderr. The sweep goes on either way.
 """
 
@@ -20,6 +20,7 @@ from typing import Any
 
 from vitscale.bench.records import blank_record
 from vitscale.bench.worker import RECORD_PREFIX
+from vitscale.errors import OUT_OF_MEMORY
 
 WORKER = [sys.executable, "-m", "vitscale.bench.worker"]
 
@@ -41,7 +42,7 @@ def _call(request: dict[str, Any], threads: int | None, timeout: float | None) -
     if proc.returncode < 0:
         sig = signal.Signals(-proc.returncode).name
         if -proc.returncode == signal.SIGKILL:
-            return None, f"oom: worker killed by {sig} (most likely the kernel's OOM killer)"
+            return None, f"{OUT_OF_MEMORY}: worker killed by {sig} (most likely the kernel's OOM killer)"
         return None, f"error: worker killed by {sig}"
     tail = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
     return None, f"error: worker exited with {proc.returncode}: {tail[-1] if tail else 'no output'}"

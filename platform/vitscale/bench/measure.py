@@ -4,7 +4,7 @@ Every mixer gets the same seed (so the same initialisation draws and, above all,
 input images and labels, generated on the CPU from `seed` whatever the device) and the same
 batch size. The forward used to count FLOPs runs before the clock and the peak-memory reset,
 so it is neither timed nor counted as warmup. Any exception ends this configuration only:
-out-of-memory becomes status `oom`, anything else `error` with its first line.
+out-of-memory becomes status `out_of_memory`, anything else `error` with its first line.
 """
 
 from __future__ import annotations
@@ -26,18 +26,10 @@ from vitscale.bench.timing import (
     time_iterations,
     train_step,
 )
-from vitscale.errors import UserError
+from vitscale.device import resolve_device
+from vitscale.errors import OUT_OF_MEMORY
 from vitscale.models import ModelConfig, build, count_params
 from vitscale.models.measure import flop_counter
-
-
-def resolve_device(name: str) -> str:
-    """`auto` -> cuda when available, else cpu; `cuda` without a GPU is a user error."""
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda" and not torch.cuda.is_available():
-        raise UserError("device: cuda requested but torch sees no CUDA device; pass --device cpu or auto")
-    return name
 
 
 def model_config(config, point: Mapping[str, Any]) -> ModelConfig:
@@ -63,9 +55,9 @@ def _start(config, point: Mapping[str, Any], dev: torch.device) -> dict[str, Any
 
 
 def _fail(record: dict[str, Any], exc: BaseException) -> None:
-    """Status `oom` or `error` with the exception's first line; no timing is reported."""
+    """Status `out_of_memory` or `error` with the exception's first line; no timing is reported."""
     lines = str(exc).strip().splitlines()
-    record["status"] = "oom" if is_oom(exc) else "error"
+    record["status"] = OUT_OF_MEMORY if is_oom(exc) else "error"
     record["error"] = f"{type(exc).__name__}: {lines[0] if lines else ''}"[:500]
     for key in TIMING_KEYS:
         record[key] = None

@@ -3,7 +3,7 @@
 A record is a flat dict, so `--json`, Parquet, MLflow and the table all read the same thing: the
 benchmark's own fields (SCHEMA) and the measured model as `model.*` columns (`model.width`,
 `model.ssog.num_gaussians`, ...), one per ModelConfig leaf and registered settings field.
-Missing values are None (JSON null, Parquet null): an `oom` record has no throughput, a
+Missing values are None (JSON null, Parquet null): an `out_of_memory` record has no throughput, a
 non-ODE model no NFE.
 
 Memory: `peak_memory_mb` is `memory_kind`:
@@ -27,7 +27,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-STATUSES = ("ok", "oom", "error")
+from vitscale.errors import OUT_OF_MEMORY
+from vitscale.models.config import ModelConfig
+from vitscale.validation import unwrap_optional
+
+STATUSES = ("ok", OUT_OF_MEMORY, "error")
 
 SCHEMA = pa.schema(
     [
@@ -51,7 +55,7 @@ SCHEMA = pa.schema(
         ("flops_per_image", pa.float64()),  # forward FLOPs (matmul family) of one image
         ("params", pa.int64()),
         ("nfe", pa.int64()),  # ODE: vector-field evaluations per forward; null otherwise
-        ("status", pa.string()),  # ok | oom | error
+        ("status", pa.string()),  # ok | out_of_memory | error
         ("error", pa.string()),
         ("seed", pa.int64()),
         ("warmup", pa.int64()),
@@ -67,9 +71,6 @@ ARROW_TYPES = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.s
 def model_columns() -> dict[str, pa.DataType]:
     """`model.<path>` -> Arrow type for every leaf of ModelConfig and of every registered settings
     section: a record carries the model it measured, as trials log it to MLflow."""
-    from vitscale.models.config import ModelConfig
-    from vitscale.validation import unwrap_optional
-
     return {
         f"model.{path}": ARROW_TYPES.get(unwrap_optional(info.annotation), pa.string())
         for path, info in ModelConfig.leaves()

@@ -10,9 +10,7 @@ from typing import Any
 from rich.table import Table
 
 from vitscale.bench.records import series
-
-BASELINE = "attention"
-REGIME_ORDER = {"discrete": 0, "looped": 1, "ode": 2}
+from vitscale.models.registry import BASELINE, regime_order
 
 
 def _ok(record: Mapping[str, Any] | None, key: str) -> float | None:
@@ -33,9 +31,8 @@ def ratios(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for r in records:
         cells.setdefault((r["regime"], r["resolution"]), {})[series(r)] = r
     out = []
-    for (regime, resolution), cell in sorted(
-        cells.items(), key=lambda kv: (REGIME_ORDER.get(kv[0][0], 9), kv[0])
-    ):
+    regimes = regime_order(regime for regime, _ in cells)
+    for (regime, resolution), cell in sorted(cells.items(), key=lambda kv: (regimes.index(kv[0][0]), kv[0])):
         for cand, c in cell.items():
             if c["mixer"] == BASELINE:
                 continue
@@ -74,14 +71,14 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
     """One table per regime; rows grouped by resolution; ratio columns on candidate rows.
 
     `thr ÷X`: candidate images/s over attention/X's; `mem ÷X`: candidate peak over attention/X's.
-    A failed configuration shows its status (oom, error) in place of its throughput.
+    A failed configuration shows its status (out_of_memory, error) in place of its throughput.
     """
     bases = sorted(
         {series(r) for r in records if r["mixer"] == BASELINE}, key=lambda b: (b != "attention/sdpa", b)
     )
     by_key = {(r["regime"], r["resolution"], r["candidate"], r["baseline"]): r for r in ratios(records)}
     out = []
-    for regime in sorted({r["regime"] for r in records}, key=lambda g: (REGIME_ORDER.get(g, 9), g)):
+    for regime in regime_order(r["regime"] for r in records):
         rows = [r for r in records if r["regime"] == regime]
         first = rows[0]
         title = (

@@ -24,9 +24,9 @@ from vitscale.bench.measure import (
     effective_warmup,
     measure_configuration,
     measure_interleaved,
-    resolve_device,
 )
 from vitscale.bench.records import series
+from vitscale.device import resolve_device
 
 
 def label(point: dict[str, Any]) -> str:
@@ -76,10 +76,10 @@ def run_benchmark(
     """Measure every configuration; return one record per configuration (see `records`).
 
     isolate: one subprocess per configuration for its peak memory (default: on CPU).
-    interleave: time each cell's configurations round-robin (default: on CPU). An `oom` or
+    interleave: time each cell's configurations round-robin (default: on CPU). An `out_of_memory` or
     `error` configuration is recorded and the sweep goes on.
     """
-    device = resolve_device(config.device)
+    device = str(resolve_device(config.device))
     isolate = device == "cpu" if isolate is None else isolate
     interleave = device == "cpu" if interleave is None else interleave
     points = config.configurations()

@@ -5,7 +5,7 @@ The tuner's grid gives each trial `{"point": {mixer, regime, resolution, attenti
 configuration on CPU, in-process on a GPU) and reports once, at epoch 1. An out-of-memory or
 failed configuration is reported with `failure_reason` rather than raised: retrying would fail
 the same way, and the driver's MLflow callback records it as a FAILED child run with that
-reason (FAILURE_REASON `oom: ...`), which the analysis shows as `oom`.
+reason (FAILURE_REASON `out_of_memory`), which the analysis shows as `oom`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,9 @@ import math
 from typing import Any
 
 from vitscale.bench.fields import EXTRA_METRICS, bench_metrics, bench_params, config_key, run_name
+from vitscale.bench.isolate import idle_baseline_mb, run_isolated
+from vitscale.bench.measure import measure_configuration
+from vitscale.device import resolve_device
 from vitscale.tracking.layout import BENCH_METRICS
 from vitscale.tracking.tune_callback import (
     RESULT_FAILURE_MESSAGE,
@@ -46,12 +49,9 @@ def describe_bench_trial(config: dict[str, Any], spec) -> TrialDescription:
 
 def measure_trial(config: dict[str, Any], spec) -> dict[str, Any]:
     """The record of the trial's configuration (CPU: isolated, with the idle baseline)."""
-    from vitscale.bench.isolate import idle_baseline_mb, run_isolated
-    from vitscale.bench.measure import measure_configuration, resolve_device
-
     point, seed = _point_and_seed(config, spec)
     bench = trial_benchmark(spec, seed)
-    device = resolve_device(bench.device)
+    device = str(resolve_device(bench.device))
     if device == "cpu":
         record = run_isolated(bench, point, device)
         record["baseline_memory_mb"] = idle_baseline_mb(bench.threads)
@@ -71,7 +71,7 @@ def trial_result(record: dict[str, Any], node_id: str) -> dict[str, Any]:
         result.update(bench_metrics(record))
     else:
         result.update({k: math.nan for k in (*BENCH_METRICS, *EXTRA_METRICS)})
-        result[RESULT_FAILURE_REASON] = record["status"]  # oom | error
+        result[RESULT_FAILURE_REASON] = record["status"]  # out_of_memory | error
         result[RESULT_FAILURE_MESSAGE] = record.get("error") or record["status"]
     return result
 

@@ -14,17 +14,17 @@ from __future__ import annotations
 import json
 import sys
 
+import torch
+
+from vitscale.bench import measure
+from vitscale.bench.config import BenchmarkConfig
+from vitscale.bench.memory import own_peak_rss_mb
+
 RECORD_PREFIX = "VITSCALE-BENCH-RECORD "
 
 
 def main() -> None:
     request = json.loads(sys.stdin.read())
-    import torch
-
-    from vitscale.bench import measure
-    from vitscale.bench.config import BenchmarkConfig
-    from vitscale.bench.memory import own_peak_rss_mb
-
     if request.get("idle"):
         if request.get("threads"):
             torch.set_num_threads(int(request["threads"]))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from vitscale.data.registry import DATASETS
+
 
 class DataConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -48,8 +50,6 @@ class DataConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check_dataset(self) -> DataConfig:
-        from vitscale.data.registry import DATASETS
-
         if self.dataset not in DATASETS:
             raise ValueError(f"dataset: unknown data set {self.dataset!r}; choose one of {sorted(DATASETS)}")
         return self

@@ -94,6 +94,23 @@ _ALL = (MIXERS, REGIMES)
 register_mixer = MIXERS.register
 register_regime = REGIMES.register
 
+# The mixer every comparison is drawn against (the reference arm, the first series of a table) and
+# the one the platform studies; benchmark tables and the analysis order their series by these.
+BASELINE = "attention"
+CANDIDATE = "ssog"
+
+
+def mixer_order(names) -> list[str]:
+    """Distinct mixer names: baseline first, candidate second, the rest alphabetically."""
+    rank = {BASELINE: 0, CANDIDATE: 1}
+    return sorted(set(names), key=lambda m: (rank.get(m, 2), str(m)))
+
+
+def regime_order(names) -> list[str]:
+    """Distinct regime names in registration order (discrete, looped, ode); unknown ones last."""
+    rank = {name: i for i, name in enumerate(REGIMES)}
+    return sorted(set(names), key=lambda r: (rank.get(r, len(rank)), str(r)))
+
 
 _PLUGINS_DONE: set[str] = set()
 

@@ -21,10 +21,10 @@ from vitscale.study.distributions import Param, label
 from vitscale.study.errors import Problem, SpecError
 from vitscale.study.loading import is_space_file, load_space, load_study, read_study, validate_study
 from vitscale.study.overrides import apply_overrides, parse_override
+from vitscale.study.plan import count_trials
 from vitscale.study.resolve import (
     active_params,
     config_key,
-    count_trials,
     decode_point,
     describe_point,
     dump_spec,

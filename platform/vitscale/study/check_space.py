@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from vitscale.models.registry import sections
 from vitscale.study.distributions import CONTINUOUS, Param
 from vitscale.study.errors import Problem
 from vitscale.study.paths import NOT_SEARCHABLE, check_value, flatten_section, lookup, suggest
@@ -29,8 +30,6 @@ def guards() -> tuple[tuple[str, str, str], ...]:
 
     Read from the registry: every mixer or regime that declares settings owns `model.<name>`.
     """
-    from vitscale.models.registry import sections
-
     return tuple((f"model.{name}", f"model.{kind}", name) for name, (kind, _) in sections().items())
 
 

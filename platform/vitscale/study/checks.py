@@ -11,24 +11,22 @@ from collections.abc import Callable, Iterable
 
 from pydantic import ValidationError
 
+from vitscale.study.check_comparison import comparison_problems
 from vitscale.study.check_space import check_against_trial, check_structure
-from vitscale.study.comparison import comparison_problems
 from vitscale.study.distributions import CONTINUOUS
 from vitscale.study.errors import Problem
+from vitscale.study.resolve import grid_points, trial_data
 from vitscale.study.space import GRID_LIMIT, SpaceCycle, TooManyPoints, providers
 from vitscale.study.spec import StudySpec
+from vitscale.tracking.layout import BENCH_METRICS
+from vitscale.train.config import TrialConfig
+from vitscale.train.metrics import REPORTED_METRICS
 from vitscale.validation import error_items
 
 
 def known_metrics(kind: str) -> tuple[str, ...]:
     """What a study may optimise: the trainer's metrics, or the benchmark's."""
-    if kind == "benchmark":
-        from vitscale.tracking.layout import BENCH_METRICS
-
-        return BENCH_METRICS
-    from vitscale.train.metrics import REPORTED_METRICS
-
-    return REPORTED_METRICS
+    return BENCH_METRICS if kind == "benchmark" else REPORTED_METRICS
 
 
 def _kind(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
@@ -161,9 +159,6 @@ def _grid(spec: StudySpec) -> Iterable[Problem]:
         or any(p.kind in CONTINUOUS for p in spec.space.values())
     ):
         return
-    from vitscale.study.resolve import grid_points, trial_data
-    from vitscale.train.config import TrialConfig
-
     try:
         points = grid_points(spec)
     except TooManyPoints:
@@ -201,7 +196,10 @@ CHECKS: tuple[tuple[set[str], Callable[[StudySpec, frozenset[str]], Iterable[Pro
     ({"scheduler", "trial", "space"}, _scheduler_epochs),
     ({"kind", "search", "space", "objectives"}, _search),
     ({"kind", "resources", "trial", "benchmark"}, _resources),
-    ({"kind", "arms", "reference", "final", "objectives", "space", "trial", "search"}, comparison_problems),
+    (
+        {"kind", "arms", "reference", "final", "objectives", "space", "trial", "search"},
+        lambda spec, removed: comparison_problems(spec, removed, check_study),
+    ),
     ({"tracking"}, _tracking),
 )
 

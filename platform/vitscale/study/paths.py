@@ -10,11 +10,13 @@ from __future__ import annotations
 import difflib
 import functools
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Annotated, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
+from vitscale.data.registry import DATASETS
+from vitscale.models.registry import MIXERS, REGIMES, moved_keys, sections
 from vitscale.train.config import TrialConfig
 from vitscale.validation import unwrap_optional
 
@@ -56,8 +58,6 @@ def fields_of(model: type[BaseModel]) -> dict[str, FieldInfo]:
 
 def lookup(path: str, root: type[BaseModel] = TrialConfig) -> Node | None:
     """The node a dotted path names below `root`, or None when no such field exists."""
-    from vitscale.models.registry import sections
-
     return _lookup(path, root, tuple(sections()))  # registrations change what exists
 
 
@@ -90,8 +90,6 @@ def leaf_paths(root: type[BaseModel] = TrialConfig, prefix: str = "") -> list[st
 
 def suggest(path: str) -> str:
     """' (did you mean model.width?)' for a misspelt path, ' (moved to ...)' for an old one, else ''."""
-    from vitscale.models.registry import moved_keys
-
     section, _, key = path.rpartition(".")
     if section in ("model", "trial.model", "benchmark.model") and key in moved_keys():
         return f" (moved to {section}.{moved_keys()[key]})"
@@ -100,8 +98,6 @@ def suggest(path: str) -> str:
 
 
 def _adapter(path: str) -> TypeAdapter:
-    from vitscale.models.registry import sections
-
     return _adapter_for(path, tuple(sections()))
 
 
@@ -128,17 +124,8 @@ def check_value(path: str, value: Any) -> str | None:
 
 
 def _registries() -> dict[str, Any]:
-    """Fields whose strings must be registered names (imported lazily: registries load plugins)."""
-    from vitscale.data.registry import DATASETS
-    from vitscale.models.registry import MIXERS, REGIMES
-
+    """Fields whose strings must be registered names (the registries load their plugins on first use)."""
     return {"model.mixer": MIXERS, "model.regime": REGIMES, "data.dataset": DATASETS}
-
-
-def literal_values(path: str) -> tuple | None:
-    """The allowed values of a Literal field, e.g. model.ode.solver."""
-    ann = unwrap_optional(lookup(path).info.annotation)
-    return get_args(ann) if get_origin(ann) is Literal else None
 
 
 def flatten_section(section: str, value: Any) -> dict[str, Any]:

@@ -40,16 +40,6 @@ def grid_points(spec: StudySpec) -> list[dict[str, Any]]:
     return _space.expand(spec.space, spec.trial, Param.values)
 
 
-def count_trials(spec: StudySpec) -> int:
-    """Trials the study plans: grid points (or num_samples) x seeds (benchmark: configurations x seeds)."""
-    if spec.kind == "comparison":
-        from vitscale.study.comparison import planned_trials
-
-        return sum(planned_trials(spec))
-    points = len(grid_points(spec)) if spec.search.algorithm == "grid" else spec.search.num_samples
-    return points * len(spec.search.seeds)
-
-
 def sample_point(spec: StudySpec, sampler: Callable[[str, Param], Any]) -> dict[str, Any]:
     """Define-by-run: call `sampler(key, param)` for each active parameter in dependency order."""
     return _space.sample(spec.space, spec.trial, sampler)

@@ -15,10 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from vitscale.bench.config import BenchmarkConfig
 from vitscale.study.distributions import Param
+from vitscale.tracking.layout import DEFAULT_TRACKING_URI
 from vitscale.train.config import TrialConfig
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
-ALGORITHMS = ("grid", "random", "tpe", "nsga2", "cmaes", "qmc")
 DEFAULT_NUM_SAMPLES = 16
 
 
@@ -92,7 +92,7 @@ class WandbConfig(_Section):
 
 
 class TrackingConfig(_Section):
-    uri: str = Field("sqlite:///mlflow.db", description="MLflow tracking URI")
+    uri: str = Field(DEFAULT_TRACKING_URI, description="MLflow tracking URI")
     experiment: str | None = Field(None, description="MLflow experiment; default: the study name")
     checkpoints: Literal["best", "all", "none"] = Field(
         "best",

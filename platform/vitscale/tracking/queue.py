@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from vitscale.errors import UserError
+from vitscale.tracking import replay, store
 from vitscale.tracking.replay import PLACEHOLDER
 
 # MLflow error codes that resending cannot fix (the request itself is wrong).
@@ -224,8 +225,6 @@ class WriteQueue:
         tmp.replace(self.directory / "cursor.json")
 
     def _send(self, record: dict) -> None:
-        from vitscale.tracking import replay, store
-
         if self._client is None:
             # One attempt per request: this loop is the retry (MLflow's own would hold it for minutes).
             os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from mlflow.entities import Metric, Param, RunTag
 
 from vitscale.tracking import layout
+from vitscale.tracking.datasets import to_entities
 
 PLACEHOLDER = "queued-"
 
@@ -51,8 +52,6 @@ def send(client, record: dict, ids: dict[str, str]) -> None:
     elif op == "log_artifact":
         client.log_artifact(run, record["local_path"], record.get("artifact_path"))
     elif op == "log_inputs":
-        from vitscale.tracking.datasets import to_entities
-
         client.log_inputs(run, datasets=to_entities(record["inputs"]))
     else:
         raise KeyError(f"unknown queued operation {op!r}")

@@ -6,6 +6,7 @@ analysis share these so the layout in `tracking.layout` is written in one place.
 from __future__ import annotations
 
 import fcntl
+import os
 import time
 import urllib.error
 import urllib.request
@@ -15,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from vitscale.errors import UserError
-from vitscale.tracking import layout
+from vitscale.tracking import layout, provenance
 
 MAX_PARAM_CHARS = 6000
+PAGE_SIZE = 1000  # runs per search_runs page
 _BATCH = 900  # MLflow accepts at most 1000 metrics / 100 params per log_batch
 
 
@@ -45,6 +47,12 @@ def check_tracking_uri(uri: str, *, remote_driver: bool = False, timeout: float 
                 f"tracking.uri: cannot reach the MLflow server at {uri} ({exc}); start it "
                 "(infra/local/mlflow-up.sh) or pass another --tracking-uri"
             ) from None
+
+
+def resolve_tracking_uri(given: str | None = None, configured: str | None = None) -> str:
+    """The store to use: `given` (a flag), else $VITSCALE_TRACKING_URI, else `configured` (a study's
+    `tracking.uri`), else sqlite:///mlflow.db."""
+    return given or os.environ.get(layout.TRACKING_URI_ENV) or configured or layout.DEFAULT_TRACKING_URI
 
 
 def client_for(uri: str):
@@ -90,11 +98,22 @@ def ensure_experiment(client, name: str) -> str:
         return experiment.experiment_id
 
 
+def search_all(client: Any, experiment_ids: list[str], filter_string: str) -> list[Any]:
+    """`search_runs`, following page tokens until the last page."""
+    out, token = [], None
+    while True:
+        page = client.search_runs(
+            experiment_ids, filter_string=filter_string, max_results=PAGE_SIZE, page_token=token
+        )
+        out.extend(page)
+        token = page.token
+        if not token:
+            return out
+
+
 def git_commit(cwd: str | Path | None = None) -> str:
     """The commit of the code that runs (see tracking.provenance: a submitted job's is passed in)."""
-    from vitscale.tracking.provenance import capture
-
-    return capture(cwd=cwd).commit
+    return provenance.capture(cwd=cwd).commit
 
 
 def package_versions() -> dict[str, str]:
@@ -122,8 +141,6 @@ def create_study_run(
     """The parent run of one study execution: tagged (provenance included, see
     tracking.provenance), its description as the run's note, holding the resolved spec,
     requirements.txt and, for a dirty checkout, git.diff."""
-    from vitscale.tracking import provenance
-
     captured = provenance.capture(source or f"vitscale study {study}")
     tags = {
         layout.ROLE: "study",

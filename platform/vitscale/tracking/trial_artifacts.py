@@ -7,7 +7,7 @@ of its child run (written by the driver through the execution's write queue).
   or of every configuration on the Pareto front of several objectives. Objectives are validation
   metrics (spec checks refuse test ones), so test never chooses. The artifact is
   `checkpoint/checkpoint.pt`, the file `fit` writes (weights, optimizer, history and the model's
-  config); `load_from_mlflow(run_id)` gives the model back.
+  config); `train.from_mlflow.load_from_mlflow(run_id)` gives the model back.
 - Logs: Ray writes each trial's stdout/stderr to `stdout`/`stderr` in the trial's working folder
   (`RunConfig(log_to_file=True)`, synced to the trial folder in storage with every checkpoint);
   they are copied beside the queue at completion and logged under `logs/`.
@@ -19,7 +19,11 @@ import math
 import shutil
 from pathlib import Path
 
-CHECKPOINT_ARTIFACT = "checkpoint"  # as `vitscale train` logs it and train.teacher reads it
+import numpy as np
+
+from vitscale.pareto import pareto_mask
+
+CHECKPOINT_ARTIFACT = "checkpoint"  # as `vitscale train` logs it and train.from_mlflow reads it
 LOGS_ARTIFACT = "logs"
 LOG_FILES = ("stdout", "stderr")
 STAGING_DIR = "tracking-artifacts"  # in the execution folder: copies the queue sends from
@@ -95,39 +99,7 @@ def choose_best(entries: list[dict], objectives: list[tuple[str, str]]) -> list[
                 best[key[0]] = key
         chosen = set(best.values())
     else:
-        import numpy as np
-
-        from vitscale.analysis.pareto import pareto_mask
-
         keys = list(means)
         mask = pareto_mask(np.array([means[k] for k in keys], float), [m == "max" for _, m in objectives])
         chosen = {k for k, keep in zip(keys, mask, strict=True) if keep}
     return [e for key in sorted(chosen) for e in groups[key]]
-
-
-def load_from_mlflow(run_id: str, tracking_uri: str | None = None, map_location: str = "cpu"):
-    """The model a run logged (`checkpoint/checkpoint.pt`, from `tracking.checkpoints` or
-    `vitscale train`), built from its config, with its weights, in eval mode.
-
-    >>> model = load_from_mlflow("3f2a...", "sqlite:///mlflow.db")
-    """
-    import tempfile
-
-    from mlflow import MlflowClient
-
-    from vitscale.models import ModelConfig, build
-    from vitscale.train.checkpoint import CHECKPOINT_FILE, load_checkpoint
-
-    client = MlflowClient(tracking_uri=tracking_uri)
-    with tempfile.TemporaryDirectory() as tmp:
-        local = client.download_artifacts(run_id, f"{CHECKPOINT_ARTIFACT}/{CHECKPOINT_FILE}", tmp)
-        state = load_checkpoint(Path(local), map_location=map_location)
-    config = state.model_config
-    if config is None:  # older checkpoints: the run's model.* params
-        from vitscale.train.teacher import _unflatten
-
-        params = client.get_run(run_id).data.params
-        config = _unflatten({k[6:]: v for k, v in params.items() if k.startswith("model.")})
-    model = build(ModelConfig.model_validate(config))
-    model.load_state_dict(state.model)
-    return model.eval()

@@ -18,7 +18,7 @@ from typing import Any
 
 from ray.tune import Callback
 
-from vitscale.tracking import layout, store, trial_artifacts
+from vitscale.tracking import layout, provenance, store, trial_artifacts
 from vitscale.tracking.datasets import dataset_inputs
 from vitscale.tracking.queued import QUEUE_DIR, QueuedClient, queued_client
 
@@ -103,8 +103,10 @@ class MlflowStudyCallback(Callback):
         run_tags: dict[str, str] | None = None,
         checkpoints: str = "none",
         objectives: list[tuple[str, str]] | None = None,
+        source: str = "",
     ) -> None:
         self.tracking_uri = tracking_uri
+        self.source = source  # MLflow's Source column, as the parent run names it (default: the study)
         self.experiment_id = experiment_id
         self.parent_run_id = parent_run_id
         self.study = study
@@ -167,9 +169,7 @@ class MlflowStudyCallback(Callback):
 
     def child_tags(self) -> dict[str, str]:
         if self.run_tags is None:
-            from vitscale.tracking.provenance import capture
-
-            self.run_tags = capture(f"vitscale study {self.study}").tags()
+            self.run_tags = provenance.capture(self.source or f"vitscale study {self.study}").tags()
         return self.run_tags
 
     # -- Tune hooks --------------------------------------------------------------------------

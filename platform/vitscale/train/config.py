@@ -34,7 +34,7 @@ def _get_in(data: Any, path: str) -> Any:
 class TeacherRef(BaseModel):
     """`train.distill.teacher: {best_of: STUDY, where: {...}}`: the best trial of an earlier study.
 
-    Resolved through MLflow when a study starts (`vitscale.train.teacher.resolve_best_of`): among
+    Resolved through MLflow when a study starts (`vitscale.train.from_mlflow.resolve_best_of`): among
     that study's finished trials whose params match `where`, the one with the best final
     `val_top1` (validation, never test). A `where` value `same` takes the trial's own value, so one
     file distils each mixer from its own discrete teacher; the table of resolved teachers is kept

@@ -23,8 +23,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from vitscale.errors import TeacherMismatch
 from vitscale.models.config import ModelConfig
 from vitscale.train.config import DistillConfig
+from vitscale.train.teacher import check_compatible, load_teacher
 
 RELATIVE_EPS = 1e-6  # per channel: keeps a near-zero teacher token from dividing by zero
 
@@ -79,9 +81,6 @@ def make_distiller(
     """None when distillation is off (no config, or both weights 0: the teacher is not loaded)."""
     if config is None or not config.active:
         return None
-    from vitscale.errors import TeacherMismatch
-    from vitscale.train.teacher import check_compatible, load_teacher
-
     if config.teacher is None or not isinstance(config.teacher, str):
         raise TeacherMismatch(
             "train.distill.teacher: not set (or a best_of reference not resolved: best_of works in studies)"

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from vitscale import data as vdata
+from vitscale.device import resolve_device
 from vitscale.errors import TrialDiverged, TrialOutOfMemory
 from vitscale.models import build, solver_errors
 from vitscale.models.config import ModelConfig
@@ -51,17 +52,6 @@ class FitResult:
     history: list[dict[str, float]] = field(default_factory=list)
     model_config: ModelConfig | None = None
     checkpoint: Path | None = None
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        from vitscale.errors import UserError
-
-        raise UserError(f"train.device: {name!r} requested but CUDA is not available; use cpu or auto")
-    return device
 
 
 def seed_everything(seed: int) -> None:
@@ -97,7 +87,7 @@ def fit(
     """
     config = config.resolved()
     train_cfg = config.train
-    device = resolve_device(train_cfg.device)
+    device = resolve_device(train_cfg.device, "train.device")
     if train_cfg.threads:
         torch.set_num_threads(train_cfg.threads)
     seed_everything(train_cfg.seed)

@@ -24,14 +24,14 @@ from typing import Any
 
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, HyperBandScheduler, MedianStoppingRule
 
+from vitscale.study import flatten, resolve_trial
+
 ARM_FIELDS = ("model.mixer", "model.regime")
 KINDS = {"asha": ASHAScheduler, "hyperband": HyperBandScheduler, "median": MedianStoppingRule}
 
 
 def arm_of_config(config: dict[str, Any], spec) -> str:
     """'model.mixer=ssog,model.regime=ode' for a trial config {"point": ..., "seed": ...}."""
-    from vitscale.study import flatten, resolve_trial
-
     params = flatten(resolve_trial(spec, config.get("point") or {}, config.get("seed", 0)))
     return ",".join(f"{field}={params.get(field)}" for field in ARM_FIELDS)
 

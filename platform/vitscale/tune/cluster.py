@@ -11,20 +11,25 @@ import os
 
 from vitscale.errors import UserError
 
-
-def is_remote(address: str | None) -> bool:
-    """True when the driver joins an existing cluster instead of starting one in-process."""
-    return bool(address)
+# The driver process's environment for Ray, set when it connects (its entry into Ray): Ray and Tune
+# read these from the environment only. Tune snapshots the experiment at every checkpoint, so a
+# killed driver loses little on resume, and does not warn about what that costs.
+DRIVER_ENV = {
+    "RAY_DEDUP_LOGS": "1",
+    "RAY_AIR_NEW_OUTPUT": "0",
+    "TUNE_GLOBAL_CHECKPOINT_S": "2",
+    "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",
+}
 
 
 def connect(address: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None) -> None:
     """`ray.init` for this driver: in-process local Ray by default, a cluster with `address`."""
     import ray
 
+    for key, value in DRIVER_ENV.items():  # a variable the user set wins
+        os.environ.setdefault(key, value)
     if ray.is_initialized():
         return
-    os.environ.setdefault("RAY_DEDUP_LOGS", "1")
-    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     kwargs = dict(logging_level=logging.WARNING, log_to_driver=True, configure_logging=True)
     try:
         if address:

@@ -97,8 +97,6 @@ def _final_points(choices: dict[str, dict]) -> list[dict]:
 
 def run_comparison(execution, verbose: int = 1):
     """Every phase not yet done; then the parent run ends and the summary is read from MLflow."""
-    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "2")
-    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     spec = execution.spec
     client = store.client_for(execution.tracking_uri)
     store.set_tags(client, execution.parent_run_id, {layout.REFERENCE: json.dumps(spec.reference)})

@@ -57,7 +57,7 @@ def status(address: str | None, job_id: str | None, tracking_uri: str | None = N
     client = job_client(address)
     jobs = [client.get_job_info(job_id)] if job_id else client.list_jobs()
     jobs = sorted(jobs, key=lambda j: j.start_time or float("inf"))
-    fallback_uri = tracking_uri or os.environ.get("VITSCALE_TRACKING_URI") or last_tracking_uri()
+    fallback_uri = tracking_uri or os.environ.get(layout.TRACKING_URI_ENV) or last_tracking_uri()
     progress = _Progress()
     rows = []
     for job in jobs:

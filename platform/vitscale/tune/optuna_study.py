@@ -21,6 +21,8 @@ import json
 from pathlib import Path
 
 from vitscale.errors import UserError
+from vitscale.study.distributions import label
+from vitscale.tune.storage import LATEST_FILE, STATE_FILE
 
 DB_FILE = "optuna.db"
 
@@ -30,8 +32,6 @@ def uses_optuna(spec) -> bool:
 
 
 def _newest_execution(spec, directory: Path) -> Path | None:
-    from vitscale.tune.run import LATEST_FILE, STATE_FILE
-
     latest = directory.parent / LATEST_FILE
     if not latest.is_file():
         return None
@@ -49,8 +49,6 @@ def storage_for(spec, directory: Path, continue_search: bool) -> str:
             )
         return ""
     if continue_search:
-        from vitscale.tune.run import STATE_FILE
-
         previous = _newest_execution(spec, directory)
         state = json.loads((previous / STATE_FILE).read_text()) if previous else {}
         url = state.get("optuna_storage") or (
@@ -103,8 +101,6 @@ def prepare(spec, url: str) -> int:
 
 def start_points(spec) -> list[dict]:
     """`search.start_points` as Optuna parameters (choice values as the labels the space suggests)."""
-    from vitscale.study.distributions import label
-
     points = []
     for i, point in enumerate(spec.search.start_points or ()):
         params = {}

@@ -25,7 +25,9 @@ import json
 import sys
 from dataclasses import asdict, dataclass
 
-from vitscale.tracking import layout
+from vitscale.errors import UserError
+from vitscale.tracking import layout, store
+from vitscale.tracking.store import search_all
 
 
 @dataclass
@@ -68,9 +70,6 @@ def peak_overlap(intervals: list[tuple[float, float]]) -> int:
 
 
 def measure(client, study: str, parent_run_id: str | None = None, slots: int | None = None) -> Overhead:
-    from vitscale.analysis.runs import search_all
-    from vitscale.errors import UserError
-
     quoted = study.replace("'", "\\'")
     if parent_run_id is None:
         experiments = [e.experiment_id for e in client.search_experiments()]
@@ -122,13 +121,11 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m vitscale.tune.overhead", description=__doc__.split("\n")[0]
     )
     parser.add_argument("study")
-    parser.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
+    parser.add_argument("--tracking-uri", default=layout.DEFAULT_TRACKING_URI)
     parser.add_argument("--parent-run-id", default=None, help="an execution other than the newest")
     parser.add_argument("--slots", type=int, default=None, help="nominal concurrency (default: measured)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    from vitscale.errors import UserError
-    from vitscale.tracking import store
 
     try:
         result = measure(store.client_for(args.tracking_uri), args.study, args.parent_run_id, args.slots)

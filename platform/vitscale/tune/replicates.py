@@ -15,7 +15,7 @@ from typing import Any
 
 from ray.tune.search import Searcher
 
-FAILURE_KEY = "failure_reason"
+from vitscale.tracking.tune_callback import RESULT_FAILURE_REASON, mlflow_run_id
 
 
 @dataclass
@@ -68,14 +68,14 @@ class ReplicatedSearcher(Searcher):
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:
         group = self._groups.get(trial_id)
-        if group is not None and trial_id == group.inner_id and not result.get(FAILURE_KEY):
+        if group is not None and trial_id == group.inner_id and not result.get(RESULT_FAILURE_REASON):
             self.inner.on_trial_result(trial_id, result)
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
         group = self._groups.get(trial_id)
         if group is None:
             return
-        failed = error or not result or bool(result.get(FAILURE_KEY))
+        failed = error or not result or bool(result.get(RESULT_FAILURE_REASON))
         group.results[trial_id] = None if failed else result
         if group.seeds_left or len(group.results) < len(group.trial_ids):
             return  # replicates still to come or running
@@ -115,8 +115,6 @@ class ReplicatedSearcher(Searcher):
 
     def _record_runs(self, group: _Group) -> None:
         """Tune trial ids and MLflow runs of a point, before Optuna is told (then it is final)."""
-        from vitscale.tracking.tune_callback import mlflow_run_id
-
         runs = [mlflow_run_id(t) for t in group.trial_ids]
         self._note(
             group.inner_id,

@@ -11,19 +11,23 @@ storage) and the check that every node sees it are `tune.storage`'s.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ray import tune
+
 from vitscale.errors import UserError
-from vitscale.tracking import provenance, queued, store
+from vitscale.study import StudySpec, count_trials, dump_spec, load_study, spec_hash
+from vitscale.tracking import queued, store
+from vitscale.train.from_mlflow import resolve_spec_teachers
 from vitscale.tune import cluster, jobs, optuna_study
 from vitscale.tune import storage as storage_mod
-
-STATE_FILE = "vitscale-study.json"
-LATEST_FILE = "latest"
+from vitscale.tune.comparison import run_comparison
+from vitscale.tune.storage import LATEST_FILE, STATE_FILE
+from vitscale.tune.summary import close_completed, close_orphans, summarise
+from vitscale.tune.tuner import build_tuner, trainable_for
 
 
 @dataclass
@@ -36,6 +40,7 @@ class StudyExecution:
     experiment_id: str
     parent_run_id: str
     optuna_storage: str = ""  # the RDB of the study's Optuna study (sampler studies; see tune.optuna_study)
+    source: str = ""  # the study file as the user named it: MLflow's Source column of every run
 
     def save(self) -> None:
         state = {
@@ -44,14 +49,13 @@ class StudyExecution:
             "experiment_id": self.experiment_id,
             "parent_run_id": self.parent_run_id,
             "optuna_storage": self.optuna_storage,
+            "source": self.source,
         }
         (self.directory / STATE_FILE).write_text(json.dumps(state, indent=2))
         (self.directory.parent / LATEST_FILE).write_text(self.directory.name + "\n")
 
     @classmethod
     def load(cls, directory: Path) -> StudyExecution:
-        from vitscale.study import StudySpec
-
         state = json.loads((directory / STATE_FILE).read_text())
         return cls(
             directory=directory,
@@ -60,6 +64,7 @@ class StudyExecution:
             experiment_id=state["experiment_id"],
             parent_run_id=state["parent_run_id"],
             optuna_storage=state.get("optuna_storage", ""),
+            source=state.get("source", ""),
         )
 
 
@@ -92,12 +97,8 @@ def run_study(
     """Run every trial of `spec`; return the study's summary (see `tune.summary`). `source`: the
     study file as the user named it (MLflow's Source column). `continue_search`: sample
     `search.num_samples` more points in the newest execution's Optuna study (see tune.optuna_study)."""
-    from vitscale.study import count_trials, dump_spec, spec_hash
-
-    uri = tracking_uri or os.environ.get("VITSCALE_TRACKING_URI") or spec.tracking.uri
+    uri = store.resolve_tracking_uri(tracking_uri, spec.tracking.uri)
     store.check_tracking_uri(uri)
-    if source:  # parent and child runs name the same source (a submitted job's is set already)
-        os.environ.setdefault(provenance.ENV_SOURCE, source)
     spec = _absolute_data_root(spec)
     directory = _storage_root(spec, storage) / spec.name / time.strftime("%Y%m%d-%H%M%S")
     while directory.exists():  # two executions within one second
@@ -108,8 +109,6 @@ def run_study(
 
     # A teacher named by run id, models:/ URI or `best_of` another study is resolved now, once, into
     # the execution folder (every node sees it); the saved spec keeps it for resume.
-    from vitscale.train.teacher import resolve_spec_teachers
-
     spec = resolve_spec_teachers(spec, uri, directory)
     client = store.client_for(uri)
     experiment_id = store.ensure_experiment(client, spec.tracking.experiment or spec.name)
@@ -127,15 +126,10 @@ def run_study(
     jobs.tag_parent_run(client, parent_run_id, planned=count_trials(spec))
     optuna_storage = optuna_study.storage_for(spec, directory, continue_search)
     directory.mkdir(parents=True, exist_ok=True)  # teachers/ may be there already
-    execution = StudyExecution(directory, spec, uri, experiment_id, parent_run_id, optuna_storage)
+    execution = StudyExecution(directory, spec, uri, experiment_id, parent_run_id, optuna_storage, source)
     execution.save()
     if spec.kind == "comparison":
-        from vitscale.tune.comparison import run_comparison
-
         return run_comparison(execution, verbose=verbose)
-
-    from vitscale.tune.tuner import build_tuner
-
     tuner = build_tuner(execution, verbose=verbose)
     return _fit_and_summarise(tuner, execution)
 
@@ -148,8 +142,6 @@ def locate_execution(target: str, storage: str | None = None) -> Path:
     if path.is_dir() and (path / LATEST_FILE).is_file():
         return (path / (path / LATEST_FILE).read_text().strip()).resolve()
     if path.suffix in (".yaml", ".yml") and path.is_file():
-        from vitscale.study import load_study
-
         spec = load_study(path)
         name, root = spec.name, _storage_root(spec, storage)
     else:
@@ -173,10 +165,6 @@ def resume_study(
     verbose: int = 1,
 ):
     """Continue an execution whose driver died: finish exactly its planned trials."""
-    from ray import tune
-
-    from vitscale.tune.tuner import trainable_for
-
     directory = locate_execution(target, storage)
     execution = StudyExecution.load(directory)
     store.check_tracking_uri(execution.tracking_uri)
@@ -187,8 +175,6 @@ def resume_study(
     client.update_run(execution.parent_run_id, status="RUNNING")
     jobs.tag_parent_run(client, execution.parent_run_id)
     if execution.spec.kind == "comparison":
-        from vitscale.tune.comparison import run_comparison
-
         return run_comparison(execution, verbose=verbose)  # skips the phases already done
     tuner = tune.Tuner.restore(
         str(directory),
@@ -200,11 +186,6 @@ def resume_study(
 
 
 def _fit_and_summarise(tuner, execution: StudyExecution):
-    from vitscale.tune.summary import close_completed, close_orphans, summarise
-
-    # Snapshot the experiment often (every checkpoint): a killed driver loses little on resume.
-    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "2")
-    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     # MLflow writes go through the execution's write queue (tracking.queue); on resume, first send
     # what a driver killed during a tracking outage left queued.
     queued.open_pending(execution.directory, execution.tracking_uri)

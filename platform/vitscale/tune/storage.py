@@ -31,6 +31,8 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from vitscale.errors import UserError
 
+STATE_FILE = "vitscale-study.json"  # in an execution folder: spec, MLflow parent run, tracking URI
+LATEST_FILE = "latest"  # in storage/<name>/: the newest execution folder
 JOB_ENV = "VITSCALE_SUBMITTED_JOB"  # "1" in the environment of a submitted study's driver
 ROOT_ENV = "VITSCALE_STORAGE_ROOT"  # the cluster's persistent (shared) base for relative storage
 JOB_DEFAULT_BASE = "~/vitscale"

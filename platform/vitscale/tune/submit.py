@@ -18,6 +18,8 @@ import shlex
 from pathlib import Path
 
 from vitscale.errors import UserError
+from vitscale.study import count_trials
+from vitscale.tracking.layout import TRACKING_URI_ENV
 from vitscale.tracking.provenance import capture
 from vitscale.tune.storage import JOB_ENV
 
@@ -77,8 +79,6 @@ def job_client(address: str | None):
 
 def submit(study_file: Path, address: str, tracking_uri: str, overrides: list[str], spec) -> str:
     """Submit `study run` as a Ray job; return the job id. `spec`: the study as loaded here."""
-    from vitscale.study import count_trials
-
     study_file = study_file.resolve()
     root = project_root(study_file.parent)
     relative = study_file.relative_to(root)
@@ -94,7 +94,7 @@ def submit(study_file: Path, address: str, tracking_uri: str, overrides: list[st
         "vitscale_experiment": spec.tracking.experiment or spec.name,
     }
     # The job's working_dir has no .git: the commit, dirty flag and diff travel in its environment.
-    env = {"VITSCALE_TRACKING_URI": tracking_uri, **capture(str(relative), cwd=root).to_env()}
+    env = {TRACKING_URI_ENV: tracking_uri, **capture(str(relative), cwd=root).to_env()}
     job_id = _submit(root, address, command, metadata, env)
     _remember(LAST_TRACKING_FILE, tracking_uri)
     return job_id
@@ -108,7 +108,7 @@ def submit_resume(target: str, address: str, storage: str | None, allow_autoscal
     command += ["--allow-autoscale"] if allow_autoscale else []
     metadata = {"vitscale_study": Path(target).stem if target.endswith((".yaml", ".yml")) else target}
     metadata["vitscale_command"] = "resume"
-    tracking_uri = os.environ.get("VITSCALE_TRACKING_URI") or _last(LAST_TRACKING_FILE)
+    tracking_uri = os.environ.get(TRACKING_URI_ENV) or _last(LAST_TRACKING_FILE)
     if tracking_uri:  # only where `study status` reads progress; the resume uses the execution's own
         metadata["vitscale_tracking_uri"] = tracking_uri
     root = project_root(Path.cwd())

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from vitscale.pareto import pareto_mask
 from vitscale.tracking import layout, store
 from vitscale.tracking.tune_callback import completion_tags, result_metrics
 
@@ -124,8 +125,6 @@ def best_trials(trials: list[TrialRow], objectives: list[tuple[str, str]]) -> li
         metric, mode = objectives[0]
         pick = max if mode == "max" else min
         return [pick(candidates, key=lambda t: t.metrics[metric])]
-    from vitscale.analysis.pareto import pareto_mask
-
     points = np.array([[t.metrics[m] for m, _ in objectives] for t in candidates], dtype=float)
     mask = pareto_mask(points, [mode == "max" for _, mode in objectives])
     return [t for t, keep in zip(candidates, mask, strict=True) if keep]

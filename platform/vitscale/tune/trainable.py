@@ -19,12 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from vitscale.errors import TrialFailure
+from vitscale.study import resolve_trial
 from vitscale.tracking.tune_callback import (
     RESULT_FAILURE_MESSAGE,
     RESULT_FAILURE_REASON,
     RESULT_NODE_ID,
     RESULT_PLANNED_EPOCHS,
 )
+from vitscale.train.loop import fit
+from vitscale.tune.worker_cache import begin_trial
 
 
 def _closed_log_file_warning(record: logging.LogRecord) -> bool:
@@ -44,10 +47,6 @@ def _quiet_closed_trial_logs() -> None:
 def train_trial(config: dict[str, Any], spec) -> None:
     import ray
     from ray import tune
-
-    from vitscale.study import resolve_trial
-    from vitscale.train import fit
-    from vitscale.tune.worker_cache import begin_trial
 
     begin_trial()  # a reused worker: fresh settings, cached data (see tune.worker_cache)
     # Ray logs a line per checkpoint (one per epoch): a study of 1,000 trials would drown its status table.

@@ -7,32 +7,29 @@ import functools
 from ray import tune
 from ray.tune.search.optuna import OptunaSearch
 
+from vitscale.bench.trial import bench_trial, describe_bench_trial
+from vitscale.study import config_key, describe_point, flatten, grid_points, resolve_trial, suggest_point
 from vitscale.tracking.tune_callback import MlflowStudyCallback, TrialDescription
+from vitscale.tracking.wandb import wandb_callbacks
 from vitscale.tune import optuna_study
 from vitscale.tune.arm_asha import scheduler_for
 from vitscale.tune.replicates import ReplicatedSearcher
 from vitscale.tune.samplers import SAMPLERS
+from vitscale.tune.trainable import train_trial
 
 CHECKPOINTS_KEPT = 4  # per trial; see RunConfig below
 
 
 def trainable_for(spec):
     """The trial function with its resources; benchmark studies time models instead of training."""
-    if spec.kind == "benchmark":
-        from vitscale.bench.trial import bench_trial as function
-    else:
-        from vitscale.tune.trainable import train_trial as function
+    function = bench_trial if spec.kind == "benchmark" else train_trial
     resources = {"cpu": spec.resources.cpu, "gpu": spec.resources.gpu}
     return tune.with_resources(tune.with_parameters(function, spec=spec), resources)
 
 
 def describe_trial(config: dict, spec) -> TrialDescription:
     """Params, replicate group and a short name of a trial, for its MLflow child run."""
-    from vitscale.study import config_key, describe_point, flatten, resolve_trial
-
     if spec.kind == "benchmark":
-        from vitscale.bench.trial import describe_bench_trial
-
         return describe_bench_trial(config, spec)
     trial = resolve_trial(spec, config["point"], config["seed"])
     return TrialDescription(
@@ -44,8 +41,6 @@ def describe_trial(config: dict, spec) -> TrialDescription:
 
 def _define_by_run(trial, spec):
     """Optuna define-by-run space honouring `when:`; the point travels whole in the config."""
-    from vitscale.study import suggest_point
-
     return {"point": suggest_point(trial, spec)}
 
 
@@ -60,8 +55,6 @@ def _scheduler(spec):
 def _search(spec, directory, storage_url: str = "", parent_run_id: str = ""):
     """(search_alg, param_space, num_samples) for the spec's algorithm. Samplers use the Optuna
     study named after the vitscale study in `storage_url` (see `tune.optuna_study`)."""
-    from vitscale.study import grid_points
-
     if spec.search.algorithm == "grid" or spec.kind == "benchmark":
         points = grid_points(spec)
         space = {"point": tune.grid_search(points), "seed": tune.grid_search(list(spec.search.seeds))}
@@ -119,8 +112,8 @@ def build_tuner(execution, verbose: int = 1, *, callback=None, search=None) -> t
         describe=functools.partial(describe_trial, spec=spec),
         checkpoints=spec.tracking.checkpoints,
         objectives=[(o.metric, o.mode) for o in spec.objectives],
+        source=getattr(execution, "source", ""),
     )
-    from vitscale.tracking.wandb import wandb_callbacks
 
     return tune.Tuner(
         trainable_for(spec),

@@ -26,6 +26,8 @@ from collections.abc import Callable
 
 import torch
 
+from vitscale.data import bundle
+
 ENV_CACHE_MB = "VITSCALE_DATA_CACHE_MB"
 DEFAULT_CACHE_MB = 1024
 _TENSORS = ("train_images", "train_labels", "val_images", "val_labels", "test_images", "test_labels")
@@ -113,8 +115,6 @@ def worker_cache() -> BundleCache | None:
 
 def install() -> BundleCache | None:
     """Route `vitscale.data.load` in this process through the worker cache."""
-    from vitscale.data import bundle
-
     cache = worker_cache()
     bundle.set_cache(cache)
     return cache

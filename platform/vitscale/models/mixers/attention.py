@@ -12,17 +12,15 @@ the attention logits, which otherwise sharpen fast when one block is applied man
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
+from vitscale.models.config import ModelConfig
 from vitscale.models.registry import REGIMES, register_mixer
-
-if TYPE_CHECKING:
-    from vitscale.models.config import ModelConfig
 
 
 class AttentionSettings(BaseModel):

@@ -21,18 +21,16 @@ FLOPs per image: 4·N·(H + W)·C (rows and columns) + 4·P·(P + N)·C (prefix 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
+from vitscale.models.config import ModelConfig
 from vitscale.models.mixers.grid import prefix_count
 from vitscale.models.registry import REGIMES, register_mixer
-
-if TYPE_CHECKING:
-    from vitscale.models.config import ModelConfig
 
 
 class AxialSettings(BaseModel):

@@ -24,18 +24,15 @@ satisfies R² = (Π + I)/2 with Π = F² an involution, so ||R|| = 1; the P pref
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
+from vitscale.models.config import ModelConfig
 from vitscale.models.measure import register_flops
 from vitscale.models.mixers.grid import prefix_count
 from vitscale.models.registry import register_mixer
-
-if TYPE_CHECKING:
-    from vitscale.models.config import ModelConfig
 
 
 class FourierSettings(BaseModel):

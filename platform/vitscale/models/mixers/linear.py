@@ -12,16 +12,12 @@ Lipschitz bound: none in closed form (the normaliser divides by a data-dependent
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
+from vitscale.models.config import ModelConfig
 from vitscale.models.registry import register_mixer
-
-if TYPE_CHECKING:
-    from vitscale.models.config import ModelConfig
 
 
 class LinearSettings(BaseModel):

@@ -23,7 +23,6 @@ so ||mixer|| = σ_max(M) (dense SVD up to 1024 tokens, ARPACK on the sparse M be
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -33,12 +32,10 @@ from scipy import sparse
 from scipy.sparse.linalg import svds
 from torch import Tensor, nn
 
+from vitscale.models.config import ModelConfig
 from vitscale.models.measure import register_flops
 from vitscale.models.mixers.grid import prefix_count
 from vitscale.models.registry import register_mixer
-
-if TYPE_CHECKING:
-    from vitscale.models.config import ModelConfig
 
 DENSE_LIMIT = 1024  # tokens up to which the norm comes from a dense SVD
 

@@ -45,16 +45,14 @@ FLOPs per image: 2·K·N·(H + W)·C.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
+from vitscale.models.config import ModelConfig
 from vitscale.models.registry import register_mixer
-
-if TYPE_CHECKING:
-    from vitscale.models.config import ModelConfig
 
 SIGMA_RANGE = (0.03, 0.6)  # initial widths, as fractions of the image side
 

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from torch import Tensor, nn
 
+from vitscale.models.config import ModelConfig
 from vitscale.models.registry import register_regime
-
-if TYPE_CHECKING:
-    from vitscale.models.config import ModelConfig
 
 
 @register_regime("discrete")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,13 +31,10 @@ from torch import Tensor, nn
 from torchdiffeq import odeint, odeint_adjoint
 
 from vitscale.errors import SolverError, TrialDiverged
+from vitscale.models.config import ModelConfig
 from vitscale.models.registry import register_regime
 
-if TYPE_CHECKING:
-    from vitscale.models.config import ModelConfig
-
 SOLVER_FAILURES = ("underflow in dt", "max_num_steps exceeded")
-ODE_SOLVERS = ("dopri5", "bosh3", "adaptive_heun", "rk4", "midpoint", "euler")
 FIXED_GRID_SOLVERS = ("rk4", "midpoint", "euler")
 
 

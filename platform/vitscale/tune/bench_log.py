@@ -1,5 +1,7 @@
 """`vitscale bench --tracking-uri`: the sweep as a study in MLflow, the layout benchmark studies use.
 
+Here, above both `bench` and `study`, because a sweep is recorded as a study (its spec and hash).
+
 A parent run (ROLE=study, KIND=benchmark, STUDY=name, the sweep as a loadable study file in
 `spec.yaml`) and one child run per configuration, logged as each configuration finishes, so
 an interrupted sweep keeps what it measured. `vitscale analyze NAME --tracking-uri URI` then
@@ -13,7 +15,9 @@ from typing import Any
 
 import yaml
 
+from vitscale.bench.config import BenchmarkConfig
 from vitscale.bench.fields import bench_metrics, bench_params, config_key, run_name
+from vitscale.study import StudySpec, spec_dict, spec_hash
 from vitscale.tracking import layout, queued, store
 
 
@@ -21,19 +25,15 @@ def default_study_name() -> str:
     return time.strftime("bench-%Y%m%d-%H%M%S")
 
 
-def study_spec(config, name: str, description: str = ""):
+def study_spec(config: BenchmarkConfig, name: str, description: str = "") -> StudySpec:
     """The sweep as a StudySpec (validates `name`); its YAML reruns it as `vitscale study run`."""
-    from vitscale.study import StudySpec
-
     return StudySpec(name=name, kind="benchmark", benchmark=config, description=description)
 
 
 class MlflowBenchLog:
     """Parent run at construction, one child per `log(record)`, `finish()` closes the parent."""
 
-    def __init__(self, config, tracking_uri: str, name: str) -> None:
-        from vitscale.study import spec_dict, spec_hash
-
+    def __init__(self, config: BenchmarkConfig, tracking_uri: str, name: str) -> None:
         spec = study_spec(config, name, "vitscale bench")
         store.check_tracking_uri(tracking_uri)
         self.config, self.name = config, name

@@ -1,0 +1,22 @@
+"""`resolve_device`: a device setting (`auto`, `cpu`, `cuda`, `cuda:N`) -> the torch device to use.
+
+One rule for the trainer (`train.device`), the benchmarks (`benchmark.device`) and `vitscale data`:
+`auto` is cuda when torch sees a GPU, else cpu; asking for cuda without one is a user error that
+names the setting.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from vitscale.errors import UserError
+
+
+def resolve_device(name: str, setting: str = "device") -> torch.device:
+    """`setting`: the key the error message names (`train.device`, `--device`)."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UserError(f"{setting}: {name!r} requested but CUDA is not available; use cpu or auto")
+    return device
