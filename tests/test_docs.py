@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vitscale.study import SpecError, is_space_file, load_space, load_study
+from vitscale.study import SpecError, count_trials, is_space_file, load_space, load_study
 
 ROOT = Path(__file__).resolve().parents[1]
 YAML_DOCS = ("README.md", "studies/README.md")
@@ -438,3 +438,20 @@ def test_architecture_layer_table_is_the_layering_contract():
         table.setdefault(rank, set()).update(n for n in names if n)
     contract = {i: set(names) for i, (names, _) in enumerate(layering.LAYERS)}
     assert table == contract, f"docs/architecture.md's layers differ from LAYERS:\n{table}\n{contract}"
+
+
+def test_studies_table_lists_every_study_with_its_trial_count():
+    """studies/README.md's table: one row per shipped study, trials as `vitscale study validate` counts them."""
+    rows = re.findall(
+        r"^\| ([\w.]+\.yaml(?:, [\w.]+\.yaml)*) \| .* \| (\d+)(?: each)? \|$",
+        (ROOT / YAML_DOCS[1]).read_text(),
+        re.M,
+    )
+    table = {name: int(n) for names, n in rows for name in names.split(", ")}
+    shipped = {p.name for p in (ROOT / "studies").glob("*.yaml")}
+    assert set(table) == shipped, (
+        f"studies/README.md's table: missing {sorted(shipped - set(table))}, extra {sorted(set(table) - shipped)}"
+    )
+    counted = {name: count_trials(load_study(ROOT / "studies" / name)) for name in table}
+    wrong = {name: (n, counted[name]) for name, n in table.items() if counted[name] != n}
+    assert not wrong, f"studies/README.md: trials in the table vs counted: {wrong}"
