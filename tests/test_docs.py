@@ -9,6 +9,9 @@
   exits 0; EXPENSIVE ones (Ray, training, benchmarks, servers) are skipped by name, and a command on
   neither list fails the test until someone classifies it. Each command of the CLI reference table
   answers `--help`, and every model flag the README names is in `vitscale model info --help`.
+- Links stay inside the repository and exist; docs/architecture.md's layer table is
+  tests/test_layering.py's LAYERS, and the modules, functions and files it names exist;
+  studies/README.md's table lists every shipped study with its trial count.
 
 The commands run in one subprocess (the venv's interpreter, from the repo root) that calls
 `vitscale.cli.main(argv)` for each, so torch and the CLI are imported once.
