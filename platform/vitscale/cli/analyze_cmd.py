@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import typer
+import yaml
 from rich.console import Console
 from rich.table import Table
 
@@ -20,8 +21,6 @@ def resolve_study(study: str) -> tuple[str, str | None, str | None]:
         return study, None, None
     if not path.is_file():
         raise UserError(f"{study}: no such study file; pass a study name or the path to its YAML")
-    import yaml
-
     try:
         doc = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
@@ -105,7 +104,7 @@ def analyze_command(
     ),
 ) -> None:
     """Turn a study's runs into Pareto fronts, scaling-law fits, figures and report.md."""
-    from vitscale.analysis.pipeline import analyze
+    from vitscale.analysis.pipeline import analyze  # lazy: matplotlib, scipy, pyarrow
 
     name, spec_uri, experiment = resolve_study(study)
     console = Console()

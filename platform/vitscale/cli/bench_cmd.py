@@ -3,8 +3,10 @@
 Flags left out keep the BenchmarkConfig defaults (or those of `--study FILE`'s `benchmark:`
 block); list flags take commas (`--resolutions 224,384`). The model flags are the ones every
 command shares (`--width`, `--ssog-num-gaussians`, `--ode-solver`, ...), generated from ModelConfig;
-mixer, regime and attention backend are swept by `--mixers`, `--regimes`, `--attention-backends`. Every value is validated by
-BenchmarkConfig, so a bad one is one line naming the field, exit 2.
+mixer, regime and attention backend are swept by `--mixers`, `--regimes`, `--attention-backends`.
+`--set PATH=VALUE` reaches any BenchmarkConfig key and wins over the flags (`--set model.width=96`,
+`--set 'resolutions=[224,384]'`). Every value is validated by BenchmarkConfig, so a bad one is one
+line naming the field, exit 2.
 """
 
 from __future__ import annotations
@@ -16,9 +18,18 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from vitscale.bench.config import BENCH_MODEL, BenchmarkConfig
 from vitscale.cli.app import app
 from vitscale.cli.model_cmd import model_config, model_options
+from vitscale.cli.overrides import set_option, validate_with_sets
 from vitscale.errors import UserError
+from vitscale.study import load_study
+
+_SET_EXAMPLE = "resolutions=[224,384]"
+BenchSetOption = set_option(
+    "the benchmark (BenchmarkConfig: a study's `benchmark:` block)",
+    f"--set '{_SET_EXAMPLE}' --set model.width=96 --set model.ssog.num_gaussians=8",
+)
 
 
 def _split(flag: str, text: str | None, kind: type = str) -> list | None:
@@ -35,8 +46,6 @@ def _base(study: Path | None) -> dict[str, Any]:
     """The `benchmark:` block of a benchmark study, or nothing."""
     if study is None:
         return {}
-    from vitscale.study import load_study
-
     spec = load_study(study)
     if spec.kind != "benchmark" or spec.benchmark is None:
         raise UserError(f"--study: {study} is a {spec.kind} study; pass one with `kind: benchmark`")
@@ -80,10 +89,13 @@ def bench_command(
         None, "--tracking-uri", help="log a parent + child runs to MLflow"
     ),
     name: str | None = typer.Option(None, "--name", help="study name in MLflow (default bench-<timestamp>)"),
+    set_: BenchSetOption = None,
 ) -> None:
-    """Measure images/s, latency, peak memory, FLOPs and NFE per mixer x regime x resolution."""
-    from vitscale.bench.config import BENCH_MODEL, BenchmarkConfig
+    """Measure images/s, latency, peak memory, FLOPs and NFE per mixer x regime x resolution.
 
+    Values come from the BenchmarkConfig defaults, then `--study`'s `benchmark:`, then the flags,
+    then `--set PATH=VALUE` (any BenchmarkConfig key: `vitscale study schema` lists them under
+    `benchmark`): a later one wins."""
     given = {
         "mixers": _split("--mixers", mixers),
         "regimes": _split("--regimes", regimes),
@@ -103,7 +115,7 @@ def bench_command(
     data = {**_base(study), **{k: v for k, v in given.items() if v is not None}}
     if model_overrides:  # the model flags, on top of the study's model (or the benchmark defaults)
         data["model"] = model_config(model_overrides, base=data.get("model") or BENCH_MODEL).model_dump()
-    config = BenchmarkConfig.model_validate(data)
+    config = validate_with_sets(BenchmarkConfig, data, set_ or (), _SET_EXAMPLE)
     run(
         config,
         as_json=as_json,
@@ -126,6 +138,7 @@ def run(
     jsonl: Path | None = None,
 ) -> list[dict]:
     """Sweep, then print/write/log; MLflow runs and JSON lines are written as configurations finish."""
+    # Lazy: the records (and the runner and report that use them) import pyarrow.
     from vitscale.bench import report
     from vitscale.bench.records import to_json, write_parquet
     from vitscale.bench.runner import run_benchmark
@@ -133,7 +146,8 @@ def run(
     err = Console(stderr=True)
     log = None
     if tracking_uri:
-        from vitscale.bench.tracking import MlflowBenchLog, default_study_name, study_spec
+        # Lazy: it imports MLflow, which `vitscale --help` need not pay for.
+        from vitscale.tune.bench_log import MlflowBenchLog, default_study_name, study_spec
 
         name = name or default_study_name()
         study_spec(config, name)  # a bad name fails before any measuring

@@ -16,6 +16,7 @@ from vitscale.errors import UserError
 
 def optuna_storage(target: str, storage: str | None) -> str:
     """The Optuna RDB of the newest execution of `target` (a name, study YAML or execution folder)."""
+    # Lazy: vitscale.tune imports Ray.
     from vitscale.tune.optuna_study import DB_FILE
     from vitscale.tune.run import STATE_FILE, locate_execution
 

@@ -14,6 +14,8 @@ from rich.table import Table
 
 from vitscale.cli.app import study_app
 from vitscale.cli.study_cmd import SetOption
+from vitscale.study import load_study
+from vitscale.tracking.store import check_tracking_uri
 
 AddressOption = Annotated[
     str | None,
@@ -62,8 +64,7 @@ def run(
     ] = False,
 ) -> None:
     """Run every trial of a study on Ray Tune; every trial lands in MLflow."""
-    from vitscale.study import load_study
-    from vitscale.tune.run import run_study
+    from vitscale.tune.run import run_study  # lazy: Ray, MLflow
 
     spec = load_study(file, set_ or ())
     summary = run_study(
@@ -90,12 +91,12 @@ def resume(
     quiet: Annotated[bool, typer.Option(help="hide Ray Tune's status table")] = False,
 ) -> None:
     """Continue the newest execution of a study whose driver died; finishes its planned trials."""
-    from vitscale.tune.submit import is_job_server, submit_resume
+    from vitscale.tune.submit import is_job_server, submit_resume  # lazy: Ray
 
     if is_job_server(address):
         print(submit_resume(target, address, storage, allow_autoscale))  # the job id
         return
-    from vitscale.tune.run import resume_study
+    from vitscale.tune.run import resume_study  # lazy: Ray
 
     summary = resume_study(
         target,
@@ -116,9 +117,7 @@ def submit(
     set_: SetOption = None,
 ) -> None:
     """Submit the study as a Ray job on a remote cluster and print its job id."""
-    from vitscale.study import load_study
-    from vitscale.tracking.store import check_tracking_uri
-    from vitscale.tune.submit import submit as submit_job
+    from vitscale.tune.submit import submit as submit_job  # lazy: Ray
 
     spec = load_study(file, set_ or ())
     uri = tracking_uri or os.environ.get("VITSCALE_TRACKING_URI") or spec.tracking.uri
@@ -134,7 +133,7 @@ def logs(
     follow: Annotated[bool, typer.Option("--follow", "-f", help="stream until the job ends")] = False,
 ) -> None:
     """Print a submitted study's driver log."""
-    from vitscale.tune.submit import logs as job_logs
+    from vitscale.tune.submit import logs as job_logs  # lazy: Ray
 
     job_logs(address, job_id, follow)
 
@@ -150,7 +149,7 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Submitted studies, one line each: job id, study, status, start, duration, trials done/planned."""
-    from vitscale.tune.jobs import lines, status
+    from vitscale.tune.jobs import lines, status  # lazy: Ray
 
     rows = status(address, job_id, tracking_uri)
     if as_json:

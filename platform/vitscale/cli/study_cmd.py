@@ -32,6 +32,8 @@ from vitscale.study import (
     validate_study,
     yamlio,
 )
+from vitscale.study.comparison import arm_list
+from vitscale.study.plan import planned_trials
 
 SetOption = Annotated[
     list[str] | None,
@@ -53,8 +55,6 @@ def trials_line(spec) -> str:
         return f"{count} {noun}{'' if count == 1 else 's'}"
 
     if spec.kind == "comparison":
-        from vitscale.study.comparison import arm_list, planned_trials
-
         tuning, final = planned_trials(spec)
         arms = len(arm_list(spec))
         return (

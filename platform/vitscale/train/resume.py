@@ -1,0 +1,172 @@
+"""One trial outside Ray (`vitscale train`): its checkpoint folder and its MLflow run, resumable.
+
+    metrics = train_trial(config, checkpoint_dir=Path("ckpt"), resume=False,
+                          tracking_uri="sqlite:///mlflow.db", experiment="vitscale-train")
+
+A checkpoint folder belongs to one run: it holds the trial's config (`trial.json`), the MLflow run
+id (`mlflow_run_id`), the checkpoint and the tracking queue. `resume=True` continues that run and
+refuses a changed config; `resume=False` refuses a folder that already holds a checkpoint. Epochs
+the checkpoint holds but MLflow missed (killed between the two writes) are logged on resume, and
+every epoch is logged once.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from vitscale.errors import UserError
+from vitscale.tracking import queued, store
+from vitscale.train.checkpoint import find_checkpoint, load_checkpoint
+from vitscale.train.config import TrialConfig
+from vitscale.train.loop import fit
+from vitscale.train.teacher import resolve_source
+
+RUN_ID_FILE = "mlflow_run_id"
+CONFIG_FILE = "trial.json"
+TEACHER_DIR = "teacher"  # inside the checkpoint folder: a teacher fetched from MLflow
+
+
+def train_trial(
+    config: TrialConfig,
+    *,
+    checkpoint_dir: Path | None = None,
+    resume: bool = False,
+    tracking_uri: str | None = None,
+    track: bool = True,
+    experiment: str = "vitscale-train",
+    show_progress: bool = True,
+) -> dict[str, Any]:
+    """Train `config` (recipe resolved) and return the final epoch's metrics, with `mlflow_run_id`
+    when tracked (`track` and a `tracking_uri`). A teacher named by an MLflow run or a models:/ URI
+    is downloaded first from `tracking_uri` (tracked or not), into the checkpoint folder if any."""
+    check_checkpoint_dir(checkpoint_dir, resume)
+    config = with_local_teacher(config, tracking_uri, checkpoint_dir)
+    if checkpoint_dir is not None:
+        check_same_config(config, checkpoint_dir, resume)
+
+    client = run_id = None
+    logged = -1
+    if track and tracking_uri is not None:
+        store.check_tracking_uri(tracking_uri)
+        # Writes go through a durable queue (kept next to the checkpoint): an outage only delays them.
+        client = queued.queued_client(tracking_uri, checkpoint_dir and checkpoint_dir / queued.QUEUE_DIR)
+        run_id = mlflow_run(client, experiment, checkpoint_dir, resume)
+        if resume:
+            logged = _log_missed_epochs(client, run_id, checkpoint_dir)
+        else:
+            store.log_params(client, run_id, trial_params(config))
+
+    def report(metrics: dict[str, float], _checkpoint: Path | None) -> None:
+        if client is not None and metrics["epoch"] > logged:  # a resumed run logs each epoch once
+            store.log_metrics(client, run_id, metrics, step=int(metrics["epoch"]))
+
+    status = "FAILED"
+    try:
+        result = fit(config, report=report, checkpoint_dir=checkpoint_dir, show_progress=show_progress)
+        status = "FINISHED"
+    finally:
+        if client is not None:
+            client.set_terminated(run_id, status)
+            if status != "FINISHED":
+                queued.close_all()
+    if client is None:
+        return dict(result.metrics)
+    if result.checkpoint is not None:
+        client.log_artifact(run_id, str(result.checkpoint), artifact_path="checkpoint")
+    queued.close_all()
+    return {**result.metrics, "mlflow_run_id": client.resolve(run_id)}
+
+
+def check_checkpoint_dir(checkpoint_dir: Path | None, resume: bool) -> None:
+    """`resume` needs a folder holding a checkpoint; a fresh run must not overwrite one."""
+    if resume and checkpoint_dir is None:
+        raise UserError("--resume: needs --checkpoint-dir, the folder holding the checkpoint")
+    if resume and find_checkpoint(checkpoint_dir) is None:
+        raise UserError(f"--resume: {checkpoint_dir} holds no checkpoint.pt; train without --resume first")
+    if not resume and find_checkpoint(checkpoint_dir) is not None:
+        raise UserError(
+            f"--checkpoint-dir: {checkpoint_dir} already holds a checkpoint; pass --resume to continue it "
+            "or choose another folder"
+        )
+
+
+def with_local_teacher(
+    config: TrialConfig, tracking_uri: str | None, checkpoint_dir: Path | None
+) -> TrialConfig:
+    """`train.distill.teacher` as a local checkpoint file (an MLflow teacher is downloaded here, once)."""
+    distill = config.train.distill
+    if distill is None or not isinstance(distill.teacher, str):
+        return config
+    where = (
+        Path(checkpoint_dir) / TEACHER_DIR
+        if checkpoint_dir
+        else Path(tempfile.mkdtemp(prefix="vitscale-teacher-"))
+    )
+    path, run_id = resolve_source(distill.teacher, tracking_uri, where)
+    distill = distill.model_copy(
+        update={"teacher": str(path), "teacher_run_id": run_id or distill.teacher_run_id}
+    )
+    return config.model_copy(update={"train": config.train.model_copy(update={"distill": distill})})
+
+
+def check_same_config(config: TrialConfig, checkpoint_dir: Path, resume: bool) -> None:
+    """A checkpoint continues only the run that wrote it: refuse a changed config on resume.
+    A fresh run writes its config into the folder."""
+    path = checkpoint_dir / CONFIG_FILE
+    if resume and path.is_file():
+        saved = trial_params(TrialConfig.model_validate(json.loads(path.read_text())))
+        now = trial_params(config)
+        changed = [
+            f"{k}={saved.get(k)} (now {now.get(k)})" for k in sorted(now) if saved.get(k) != now.get(k)
+        ]
+        if changed:
+            raise UserError(
+                f"--resume: the checkpoint in {checkpoint_dir} was trained with {', '.join(changed)}; "
+                "resume with the same flags or train into a new --checkpoint-dir"
+            )
+    else:
+        checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(config.model_dump(mode="json"), indent=2))
+
+
+def mlflow_run(client, experiment: str, checkpoint_dir: Path | None, resume: bool) -> str:
+    """A new run, or (resuming) the run that wrote the checkpoint, so epochs continue in it."""
+    marker = checkpoint_dir / RUN_ID_FILE if checkpoint_dir else None
+    if resume and marker is not None and marker.is_file():
+        run_id = marker.read_text().strip()
+        client.update_run(run_id, status="RUNNING")
+        return run_id
+    experiment_id = store.ensure_experiment(client, experiment)
+    # The real id (the create is sent at once; the server was just checked): the marker must outlive the queue.
+    run_id = client.resolve(client.create_run(experiment_id, tags={"vitscale.role": "train"}).info.run_id)
+    if marker is not None:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(run_id + "\n")
+    return run_id
+
+
+def _log_missed_epochs(client, run_id: str, checkpoint_dir: Path) -> int:
+    """Log the epochs the checkpoint holds but MLflow missed; the last epoch MLflow now has."""
+    logged = max(client.queue.steps.get(run_id, -1), store.last_logged_step(client, run_id))
+    for metrics in load_checkpoint(find_checkpoint(checkpoint_dir)).history:
+        if metrics["epoch"] > logged:
+            store.log_metrics(client, run_id, metrics, step=int(metrics["epoch"]))
+            logged = int(metrics["epoch"])
+    return logged
+
+
+def trial_params(config: TrialConfig) -> dict[str, Any]:
+    """{'model.width': 64, 'train.betas': '[0.9, 0.999]', ...}: the MLflow params of a trial, as a
+    study logs them (`vitscale.study.flatten`, which lives above `train` and cannot be imported here)."""
+    out: dict[str, Any] = {}
+    stack: list[tuple[str, Any]] = [("", config.model_dump(mode="json"))]
+    while stack:
+        prefix, value = stack.pop()
+        if isinstance(value, dict):
+            stack += [(f"{prefix}.{k}" if prefix else k, v) for k, v in value.items()]
+        else:
+            out[prefix] = json.dumps(value) if isinstance(value, list | tuple) else value
+    return dict(sorted(out.items()))
