@@ -24,7 +24,6 @@ from vitscale.models.config import ModelConfig
 from vitscale.models.vit import VisionTransformer
 from vitscale.train.checkpoint import CHECKPOINT_FILE
 from vitscale.train.from_mlflow import TEACHER_CONFIG_FILE
-from vitscale.train.from_mlflow import resolve_source as resolve_source  # cli/train_cmd imports it from here
 
 _CACHE: dict[tuple[str, float, str], tuple[nn.Module, ModelConfig]] = {}
 
