@@ -41,6 +41,12 @@ def test_importance_table_and_figures(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     _write_tpe_study(uri, tmp_path / "artifacts")
     analyze(STUDY, uri, out=tmp_path / "out", n_boot=0, log_artifacts=False)
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert (
+        "## Which searched parameters mattered (fANOVA over 12 finished runs, [importance.csv](importance.csv))"
+        in report
+    )
+    assert "| train.lr |" in report
     with (tmp_path / "out" / "importance.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert [r["parameter"] for r in rows][0] == "train.lr"  # the learning rate drives the objective

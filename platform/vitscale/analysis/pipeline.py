@@ -130,7 +130,10 @@ def analyze(
         progress.update(step, advance=1, description="figures")
         res.figure_paths = _figures(res)
         if res.kind != "benchmark":  # which searched parameters mattered (fANOVA), parallel coordinates
-            res.figure_paths += analyse_importance(runs, snap.context.get("space"), out_dir)[2]
+            res.importance, res.importance_path, paths = analyse_importance(
+                runs, snap.context.get("space"), out_dir
+            )
+            res.figure_paths += paths
 
         progress.update(step, advance=1, description="report")
         write_report(res, out_dir / "report.md")

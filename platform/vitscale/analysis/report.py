@@ -257,6 +257,16 @@ def failures_section(res: AnalysisResult, limit: int = 100) -> list[str]:
     return out
 
 
+def importance_section(res: AnalysisResult) -> list[str]:
+    if not res.importance or res.importance_path is None:
+        return []
+    name = res.importance_path.name
+    rows = [[r["parameter"], f"{r['importance']:.3f}"] for r in res.importance]
+    runs = res.importance[0]["runs"]
+    title = f"## Which searched parameters mattered (fANOVA over {runs} finished runs, [{name}]({name}))"
+    return [title, "", *table(["parameter", "importance"], rows)]
+
+
 def figures_section(res: AnalysisResult) -> list[str]:
     pngs = [p for p in res.figure_paths if p.suffix == ".png"]
     out = ["## Figures", ""]
@@ -273,7 +283,7 @@ def render(res: AnalysisResult) -> str:
     else:
         body = paper_table(res) + delta_section(res) + arms_section(res) + configurations_table(res)
         body += fronts_section(res) + fits_section(res)
-    body += exponents_section(res) + failures_section(res) + figures_section(res)
+    body += exponents_section(res) + importance_section(res) + failures_section(res) + figures_section(res)
     return "\n".join(header_lines(res) + body).rstrip() + "\n"
 
 

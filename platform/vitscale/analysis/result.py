@@ -36,6 +36,8 @@ class AnalysisResult:
     policy: str = "drop"  # how runs without a final number count in arm means and Δ (outcomes.py)
     comparison: bool = False
     figure_paths: list[Path] = field(default_factory=list)
+    importance: list[dict] = field(default_factory=list)  # fANOVA rows (analysis.importance)
+    importance_path: Path | None = None
     runs_path: Path | None = None
     fits_path: Path | None = None
     report_path: Path | None = None
