@@ -14,7 +14,7 @@ from vitscale.cli import main
 from vitscale.errors import TeacherMismatch, TrialFailure, UserError
 from vitscale.models import MIXERS, build
 from vitscale.study import flatten, load_study, resolve_trial
-from vitscale.train import TrialConfig, fit
+from vitscale.train import TrialConfig, fit, teacher
 from vitscale.train.checkpoint import TrainState, save_checkpoint
 from vitscale.train.config import DistillConfig
 from vitscale.train.distill import make_distiller
@@ -167,3 +167,17 @@ def test_best_of_another_study_is_resolved_by_validation_and_recorded(tmp_path):
     with pytest.raises(TeacherMismatch, match=f"run {bare} has no logged checkpoint") as info:
         resolve_spec_teachers(load_study(bare_path), uri, tmp_path / "execution2")
     assert len(str(info.value).splitlines()) == 1
+
+
+def test_a_worker_keeps_only_the_last_few_teachers(tmp_path):
+    """A reused worker alternates between arms' teachers: the cache is bounded (LRU), not a leak."""
+    paths = [
+        _save_teacher(build({**TINY, "depth": 1}), tmp_path / f"t{i}")
+        for i in range(teacher.TEACHERS_KEPT + 1)
+    ]
+    first = teacher.load_teacher(paths[0], torch.device("cpu"))[0]
+    for path in paths[1:]:
+        teacher.load_teacher(path, torch.device("cpu"))
+    assert len(teacher._CACHE) == teacher.TEACHERS_KEPT
+    assert teacher.load_teacher(paths[-1], torch.device("cpu"))[0] is not first  # cached, distinct
+    assert teacher.load_teacher(paths[0], torch.device("cpu"))[0] is not first  # evicted: rebuilt

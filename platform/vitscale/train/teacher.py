@@ -12,6 +12,7 @@ builds it once per worker process (cached by path and device), frozen, in eval m
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,10 @@ from vitscale.models.vit import VisionTransformer
 from vitscale.train.checkpoint import CHECKPOINT_FILE
 from vitscale.train.from_mlflow import TEACHER_CONFIG_FILE
 
-_CACHE: dict[tuple[str, float, str], tuple[nn.Module, ModelConfig]] = {}
+# A reused worker runs trial after trial (tune.worker_cache), often alternating between the arms'
+# teachers; keep the most recently used few, so a long study cannot fill the device with them.
+TEACHERS_KEPT = 2
+_CACHE: OrderedDict[tuple[str, float, str], tuple[nn.Module, ModelConfig]] = OrderedDict()
 
 
 def teacher_config(path: Path, state: dict[str, Any]) -> ModelConfig:
@@ -53,7 +57,8 @@ def teacher_config(path: Path, state: dict[str, Any]) -> ModelConfig:
 
 
 def load_teacher(path: str | Path, device: torch.device) -> tuple[nn.Module, ModelConfig]:
-    """The teacher, built once per process and device: frozen, in eval mode, on `device`."""
+    """The teacher, built once per process and device (the last TEACHERS_KEPT kept): frozen, in
+    eval mode, on `device`."""
     path = Path(path)
     if path.is_dir():
         path = path / CHECKPOINT_FILE
@@ -72,6 +77,9 @@ def load_teacher(path: str | Path, device: torch.device) -> tuple[nn.Module, Mod
             ) from None
         model.eval().requires_grad_(False)
         _CACHE[key] = (model, config)
+        while len(_CACHE) > TEACHERS_KEPT:
+            _CACHE.popitem(last=False)
+    _CACHE.move_to_end(key)
     return _CACHE[key]
 
 
