@@ -25,11 +25,11 @@ MODEL_SIZES += ["--mlp-ratio", "--num-gaussians", "--ode-max-num-steps"]
 MODEL_OTHER = ["--mixer", "--regime", "--attention-backend", "--ode-solver", "--ode-rtol", "--ode-atol"]
 MODEL_OTHER += ["--ode-step-size", "--ode-t-end"]
 TRAIN = ["--dataset", "--root", "--resolution", "--epochs", "--batch-size", "--lr", "--weight-decay"]
-TRAIN += ["--seed", "--device", "--experiment"]
+TRAIN += ["--seed", "--device", "--experiment", "--set"]
 BENCH = ["--mixers", "--regimes", "--resolutions", "--width", "--depth", "--heads", "--patch-size"]
 BENCH += ["--batch-size", "--num-gaussians", "--num-classes", "--mode", "--dtype", "--device"]
 BENCH += ["--attention-backend", "--compile-mode", "--warmup", "--repeats", "--seed", "--threads"]
-BENCH += ["--ode-solver", "--ode-step-size", "--ode-rtol", "--ode-atol", "--name"]
+BENCH += ["--ode-solver", "--ode-step-size", "--ode-rtol", "--ode-atol", "--name", "--set"]
 SET_PATHS = ["trial.train.epochs", "trial.model", "trial.data.resolution", "space.model.width", "search"]
 SET_PATHS += ["objectives[0].mode", "objectives.5", "name", "trial", "space", "space.x", "extends", ""]
 SET_PATHS += ["trial.model.ode.rtol", "search.seeds[0]", "a..b", "[0]", "space.include"]
@@ -48,7 +48,7 @@ def _fake_fit(config, **_):
 @fuzz_settings(default=150)
 @given(argv=flags(TRAIN + MODEL_SIZES + MODEL_OTHER, ANY))
 def test_train_flags(argv, tmp_path_factory):
-    with mock.patch("vitscale.train.fit", _fake_fit):
+    with mock.patch("vitscale.train.resume.fit", _fake_fit):
         assert_user_contract(run_cli("train", "--no-track", "--json", *argv))
 
 

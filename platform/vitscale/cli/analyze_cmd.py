@@ -12,6 +12,7 @@ from rich.table import Table
 
 from vitscale.cli.app import app
 from vitscale.errors import UserError
+from vitscale.tracking.layout import DEFAULT_TRACKING_URI
 
 
 def resolve_study(study: str) -> tuple[str, str | None, str | None]:
@@ -89,7 +90,7 @@ def analyze_command(
     tracking_uri: str | None = typer.Option(
         None,
         "--tracking-uri",
-        help="MLflow store (default: the study file's tracking.uri, else sqlite:///mlflow.db)",
+        help=f"MLflow store (default: the study file's tracking.uri, else {DEFAULT_TRACKING_URI})",
     ),
     out: Path | None = typer.Option(None, "--out", help="output directory (default: reports/STUDY/)"),
     from_parquet: Path | None = typer.Option(

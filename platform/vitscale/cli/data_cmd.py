@@ -11,7 +11,7 @@ from rich.table import Table
 
 from vitscale.cli.app import app
 from vitscale.data import DataConfig, load, throughput
-from vitscale.train.loop import resolve_device
+from vitscale.device import resolve_device
 
 data_app = typer.Typer(help="Inspect data sets and measure the data path.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
@@ -53,7 +53,7 @@ def info(
         num_classes=num_classes,
         split_seed=split_seed,
     )
-    bundle = load(config, resolve_device(device))
+    bundle = load(config, resolve_device(device, "--device"))
     out = {**bundle.summary(), "resolution": resolution, "class_names": bundle.class_names}
     if measure:
         out["throughput"] = throughput(bundle, config, batch_size=batch_size, seconds=seconds)

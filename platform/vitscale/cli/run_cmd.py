@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Annotated
@@ -15,7 +14,7 @@ from rich.table import Table
 from vitscale.cli.app import study_app
 from vitscale.cli.study_cmd import SetOption
 from vitscale.study import load_study
-from vitscale.tracking.store import check_tracking_uri
+from vitscale.tracking.store import check_tracking_uri, resolve_tracking_uri
 
 AddressOption = Annotated[
     str | None,
@@ -120,7 +119,7 @@ def submit(
     from vitscale.tune.submit import submit as submit_job  # lazy: Ray
 
     spec = load_study(file, set_ or ())
-    uri = tracking_uri or os.environ.get("VITSCALE_TRACKING_URI") or spec.tracking.uri
+    uri = resolve_tracking_uri(tracking_uri, spec.tracking.uri)
     check_tracking_uri(uri, remote_driver=True)
     job_id = submit_job(file, address, uri, list(set_ or ()), spec)
     print(job_id)

@@ -15,6 +15,7 @@ from vitscale.cli.app import app
 from vitscale.cli.model_cmd import model_options
 from vitscale.cli.overrides import set_option, validate_with_sets
 from vitscale.errors import UserError
+from vitscale.tracking.layout import DEFAULT_TRACKING_URI
 from vitscale.train import TrialConfig
 
 _RECIPE = "default: the data set's recommended recipe"
@@ -61,7 +62,7 @@ def train(
     distill_schedule: Annotated[str, typer.Option(help="constant | linear_decay (λ to 0)")] = "constant",
     distill_logit_weight: Annotated[float, typer.Option(help="weight of KL to the teacher's logits")] = 0.0,
     set_: TrainSetOption = None,
-    tracking_uri: Annotated[str, typer.Option(help="MLflow tracking URI")] = "sqlite:///mlflow.db",
+    tracking_uri: Annotated[str, typer.Option(help="MLflow tracking URI")] = DEFAULT_TRACKING_URI,
     experiment: Annotated[str, typer.Option(help="MLflow experiment")] = "vitscale-train",
     track: Annotated[bool, typer.Option("--track/--no-track", help="log the run to MLflow")] = True,
     as_json: Annotated[

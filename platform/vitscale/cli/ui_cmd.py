@@ -11,11 +11,12 @@ import typer
 
 from vitscale.cli.app import app
 from vitscale.errors import UserError
+from vitscale.tracking.layout import DEFAULT_TRACKING_URI
 
 
 @app.command("ui")
 def ui(
-    tracking_uri: Annotated[str, typer.Option(help="the store to show")] = "sqlite:///mlflow.db",
+    tracking_uri: Annotated[str, typer.Option(help="the store to show")] = DEFAULT_TRACKING_URI,
     port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 5000,
     host: Annotated[str, typer.Option(help="interface; 0.0.0.0 exposes it to the network")] = "127.0.0.1",
 ) -> None:

@@ -21,8 +21,8 @@ from vitscale.errors import UserError
 from vitscale.tracking import queued, store
 from vitscale.train.checkpoint import find_checkpoint, load_checkpoint
 from vitscale.train.config import TrialConfig
+from vitscale.train.from_mlflow import resolve_source
 from vitscale.train.loop import fit
-from vitscale.train.teacher import resolve_source
 
 RUN_ID_FILE = "mlflow_run_id"
 CONFIG_FILE = "trial.json"
