@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from vitscale.cli import main
-from vitscale.models import MIXERS, lipschitz_bound, mixing_flops
+from vitscale.models import MIXERS, ModelConfig, lipschitz_bound, mixing_flops
 
 C, HEADS = 12, 3
 TI = ["--width", "192", "--depth", "12", "--heads", "3", "--patch-size", "16", "--num-classes", "100"]
@@ -166,7 +166,8 @@ def test_model_info_parameters_by_hand_and_mixing_cost_exponent(capsys, mixer) -
             + pos
             + depth * (block + attention)
             + head,  # attention's, as its docstring says
-            "linear": embed + width + pos + depth * (block + attention) + head,
+            # attention's, plus LayerScale's two C-vectors per block (it asks for LayerScale)
+            "linear": embed + width + pos + depth * (block + attention + 2 * width) + head,
             "fourier": embed + width + pos + depth * block + head,
             "pooling": embed + width + depth * block + head,  # declines the position embedding
         }[mixer]
@@ -186,3 +187,14 @@ def test_pool_size_must_be_odd(tiny) -> None:
     with pytest.raises(ValueError, match="pooling.pool_size"):
         tiny(mixer="pooling", pooling={"pool_size": 2})
     assert np.isfinite(lipschitz_bound(make(tiny, "pooling", pool_size=7), (2, 2), 1))
+
+
+@pytest.mark.parametrize("regime", ["discrete", "looped", "ode"])
+def test_linear_attention_gets_layer_scale_where_its_regime_builds_none(regime) -> None:
+    """Its own default fills only the discrete regime's gap; an explicit value always wins."""
+    base = {"mixer": "linear", "regime": regime, "width": 16, "heads": 2}
+    assert ModelConfig(**base).resolved_layer_scale == pytest.approx(0.1)
+    assert ModelConfig(**base, layer_scale=0).resolved_layer_scale == 0.0
+    assert ModelConfig(**{**base, "mixer": "attention"}).resolved_layer_scale == (
+        0.0 if regime == "discrete" else 0.1
+    )

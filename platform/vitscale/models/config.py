@@ -58,7 +58,8 @@ class ModelConfig(BaseModel):
         None,
         ge=0,
         description="LayerScale (CaiT): initial value of a learned per-channel gain on each residual "
-        "branch; 0 = off; default: the regime's choice (discrete: off, the standard ViT; looped, ode: on)",
+        "branch; 0 = off; default: the regime's choice (discrete: off, the standard ViT; looped, ode: on), "
+        "or the mixer's where the regime builds none and the mixer needs one (linear: 0.1)",
     )
 
     @model_validator(mode="wrap")
@@ -157,8 +158,11 @@ class ModelConfig(BaseModel):
     @property
     def resolved_layer_scale(self) -> float:
         """LayerScale's initial value as built (0.0 = off)."""
-        regime = registry.REGIMES[self.regime]
-        return float(self.layer_scale if self.layer_scale is not None else regime.default_layer_scale)
+        if self.layer_scale is not None:
+            return float(self.layer_scale)
+        regime = registry.REGIMES[self.regime].default_layer_scale
+        mixer = getattr(registry.MIXERS[self.mixer], "default_layer_scale", None)  # see mixers/__init__
+        return float(regime or mixer or 0.0)
 
     @property
     def grid(self) -> tuple[int, int]:

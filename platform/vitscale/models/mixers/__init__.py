@@ -5,7 +5,9 @@ The mixer contract (what `vit.Block` and `measure` rely on):
 - `forward(x, grid_hw) -> Tensor`: x is (B, P + H·W, C) with P >= 0 prefix (cls) tokens
   first and the H x W grid tokens row-major after them; returns the same shape;
 - class attribute `wants_pos_embed: bool`: whether the ViT adds a learned absolute
-  position embedding by default (`ModelConfig.pos_embed` overrides it).
+  position embedding by default (`ModelConfig.pos_embed` overrides it);
+- optional class attribute `default_layer_scale: float`: LayerScale the mixer needs where the
+  regime builds none (`ModelConfig.resolved_layer_scale`; `model.layer_scale` overrides it).
 A new mixer is one file here plus one import line below.
 """
 
