@@ -14,7 +14,7 @@ from rich.table import Table
 from vitscale.cli.app import study_app
 from vitscale.cli.study_cmd import SetOption
 from vitscale.study import load_study
-from vitscale.tracking.store import check_tracking_uri, resolve_tracking_uri
+from vitscale.tracking import store
 
 AddressOption = Annotated[
     str | None,
@@ -119,8 +119,8 @@ def submit(
     from vitscale.tune.submit import submit as submit_job  # lazy: Ray
 
     spec = load_study(file, set_ or ())
-    uri = resolve_tracking_uri(tracking_uri, spec.tracking.uri)
-    check_tracking_uri(uri, remote_driver=True)
+    uri = store.resolve_tracking_uri(tracking_uri, spec.tracking.uri)
+    store.check_tracking_uri(uri, remote_driver=True)
     job_id = submit_job(file, address, uri, list(set_ or ()), spec)
     print(job_id)
 
