@@ -72,9 +72,10 @@ def test_the_smoke_study_runs_on_in_process_ray(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     saved = dict(os.environ)
     try:
-        # One resolution (21 of its 42 configurations, every series x regime): each benchmark
-        # configuration starts its own worker, so the full study costs CI ~4 minutes.
-        smoke = load_study(SMOKE, ["benchmark.resolutions=[32]"])
+        # One resolution, discrete and ODE (14 of its 42 configurations, every series): each
+        # benchmark configuration starts its own worker (a clean peak RSS), so the whole study
+        # costs CI ~4 minutes.
+        smoke = load_study(SMOKE, ["benchmark.resolutions=[32]", "benchmark.regimes=[discrete, ode]"])
         run_study(smoke, tracking_uri=uri, storage=str(tmp_path / "results"), num_cpus=2, verbose=0)
     finally:
         # Leave no in-process Ray (nor the RAY_* variables ray.init sets) to the tests that follow.
@@ -86,7 +87,7 @@ def test_the_smoke_study_runs_on_in_process_ray(tmp_path):
     [parent] = client.search_runs([exp.experiment_id], "tags.`vitscale.role` = 'study'")
     assert parent.data.tags["vitscale.kind"] == "benchmark"
     children = client.search_runs([exp.experiment_id], "tags.`vitscale.role` = 'trial'", max_results=100)
-    assert len(children) == 21
+    assert len(children) == 14
     for child in children:
         assert child.data.tags["vitscale.status"] == "FINISHED", child.data.tags.get(
             "vitscale.failure_reason"
@@ -98,4 +99,4 @@ def test_the_smoke_study_runs_on_in_process_ray(tmp_path):
     from vitscale.analysis.pipeline import analyze
 
     result = analyze("throughput-resolution-smoke", uri, tmp_path / "report", log_artifacts=False)
-    assert result.counts()["used"] == 21
+    assert result.counts()["used"] == 14
