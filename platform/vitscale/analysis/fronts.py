@@ -53,6 +53,24 @@ def setting_columns(agg: pa.Table, param_columns: list[str]) -> list[str]:
     return out
 
 
+def splitting_settings(
+    agg: pa.Table, param_columns: list[str], cell=("mixer", "regime", "width")
+) -> list[str]:
+    """The setting columns that take several values inside one mixer x regime x width cell (a
+    study's other axes, e.g. train.distill.weight); not those that only follow the cell (a
+    per-mixer teacher path)."""
+    cols = [c for c in cell if c in agg.column_names]
+    keys = list(zip(*(agg.column(c).to_pylist() for c in cols), strict=True)) or [()] * agg.num_rows
+    out = []
+    for c in setting_columns(agg, param_columns):
+        seen: dict[tuple, set] = {}
+        for key, value in zip(keys, agg.column(c).to_pylist(), strict=True):
+            seen.setdefault(key, set()).add(str(value))
+        if any(len(values) > 1 for values in seen.values()):
+            out.append(c)
+    return out
+
+
 def with_setting(agg: pa.Table, param_columns: list[str]) -> pa.Table:
     """Add `setting`: "k=v, ..." over the setting columns ("" when nothing else varies)."""
     cols = setting_columns(agg, param_columns)

@@ -27,7 +27,14 @@ from vitscale.analysis.crossover import crossovers, write_crossovers
 from vitscale.analysis.exponents import cost_exponents
 from vitscale.analysis.fields import with_fields
 from vitscale.analysis.fits import HUBER_DELTA, MIN_DISTINCT_P, N_BOOT, clean_json, fit_to_dict, scaling_fits
-from vitscale.analysis.fronts import bench_fronts, setting_columns, train_fronts, with_setting, write_front
+from vitscale.analysis.fronts import (
+    bench_fronts,
+    setting_columns,
+    splitting_settings,
+    train_fronts,
+    with_setting,
+    write_front,
+)
 from vitscale.analysis.importance import analyse_importance
 from vitscale.analysis.outcomes import POLICIES, with_outcomes
 from vitscale.analysis.report import write_report
@@ -97,6 +104,7 @@ def analyze(
         if res.kind == "benchmark":
             by = ["series", "regime", "resolution", *setting_columns(runs, params)]
         res.aggregates = with_setting(aggregate_replicates(runs, params, metrics, by), params)
+        res.settings = splitting_settings(res.aggregates, params)
 
         progress.update(step, advance=1, description="Pareto fronts")
         res.fronts = bench_fronts(res.aggregates) if res.kind == "benchmark" else train_fronts(res.aggregates)

@@ -124,14 +124,15 @@ def configurations_table(res: AnalysisResult) -> list[str]:
             if f"{m}_mean" in get:
                 row.append(si(get[f"{m}_mean"][i]) if m != "nfe_mean" else num(float(get[f"{m}_mean"][i]), 3))
         row += [str(agg.column(c)[i].as_py()) for c in ("n_runs", "n_used", "n_failed", "n_stopped_early")]
-        rows.append(row)
+        rows.append(row + [str(agg.column(c)[i].as_py()) for c in res.settings])
     header = ["regime", "mixer", "width"] + (["top-1 (%)"] if "val_top1_mean" in get else [])
     header += [
         h
         for m, h in (("params", "params"), ("flops_per_image", "FLOPs/image"), ("nfe_mean", "NFE"))
         if f"{m}_mean" in get
     ]
-    return ["## All configurations", "", *table(header + ["runs", "used", "failed", "stopped early"], rows)]
+    header += ["runs", "used", "failed", "stopped early", *res.settings]
+    return ["## All configurations", "", *table(header, rows)]
 
 
 def fronts_section(res: AnalysisResult) -> list[str]:
@@ -151,10 +152,11 @@ def fronts_section(res: AnalysisResult) -> list[str]:
                 str(t.column("width")[i].as_py()),
                 si(xs[i]) if f.x != "nfe_mean" else num(float(xs[i]), 3),
                 pm(ys[i], ci[i], n[i], 100),
+                *(str(t.column(c)[i].as_py()) for c in res.settings),
             ]
             for i in range(t.num_rows)
         ]
-        out += table(["mixer", "regime", "width", f.x, "top-1 (%)"], rows)
+        out += table(["mixer", "regime", "width", f.x, "top-1 (%)", *res.settings], rows)
     return out if len(out) > 2 else []
 
 

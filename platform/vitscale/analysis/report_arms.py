@@ -108,12 +108,15 @@ def arms_section(res: AnalysisResult) -> list[str]:
         return []
     tuned = res.comparison
     header = ["arm", "val top-1 (%)", "test top-1 (%)", "runs"]
+    chosen = [] if tuned else res.settings  # which of the arm's configurations is shown
+    header += ["configuration"] if chosen else []
     if tuned:
         header += ["tuning budget (tune-phase runs)", "tuned configuration", "at the edge of its range"]
     rows = []
     for arm in res.arms:
         stats = [pm(*arm.stats[m], 100) if m in arm.stats else "—" for m in METRICS]
         row = [arm.label, *stats, outcomes(arm.counts)]
+        row += [", ".join(f"{k}={arm.config.get(k)}" for k in chosen)] if chosen else []
         if tuned:
             t = arm.tuning or {"budget": {}, "tuned": {}, "edges": {}}
             row += [

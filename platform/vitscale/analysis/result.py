@@ -36,6 +36,9 @@ class AnalysisResult:
     policy: str = "drop"  # how runs without a final number count in arm means and Δ (outcomes.py)
     comparison: bool = False
     figure_paths: list[Path] = field(default_factory=list)
+    settings: list[str] = field(
+        default_factory=list
+    )  # params that split configurations beyond the arm fields
     importance: list[dict] = field(default_factory=list)  # fANOVA rows (analysis.importance)
     importance_path: Path | None = None
     runs_path: Path | None = None
