@@ -103,7 +103,8 @@ def _fragile_study() -> list:
             tags = {layout.STATUS: "FAILED", layout.FAILURE_REASON: "diverged"}
             runs.append(_run(n, "ssog", seed, {"val_top1": 0.35}, **tags))  # an early epoch's value
         else:
-            runs.append(_run(n, "ssog", seed, {"val_top1": 0.82 + shift, "test_top1": 0.81 + shift}))
+            spread = 0.002 * (seed - 4)  # differences 0.018, 0.02, 0.022: they spread, mean 0.02
+            runs.append(_run(n, "ssog", seed, {"val_top1": 0.82 + shift + spread, "test_top1": 0.81 + shift}))
     return runs
 
 
@@ -237,3 +238,16 @@ def test_cli_prints_each_delta_with_its_policy(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Δ val top-1 ssog · discrete · 64 − attention · discrete · 64: -" in out
     assert "n=6" in out and "incomplete runs: chance" in out and "3 failed" in out
+
+
+def test_no_verdict_from_two_seeds_or_from_identical_differences():
+    from vitscale.analysis.arms import Arm, verdict
+    from vitscale.analysis.paired import PairedDelta
+
+    arm = Arm("a", {}, [], counts={"n_runs": 3, "n_used": 3})
+    assert verdict(PairedDelta(0.05, 0.01, 2, [0, 1]), arm, arm, "drop").startswith("undecided (n=2")
+    assert verdict(PairedDelta(0.028, 0.0, 3, [0, 1, 2]), arm, arm, "drop").startswith(
+        "undecided (n=3: every"
+    )
+    assert verdict(PairedDelta(0.0, 0.0, 3, [0, 1, 2]), arm, arm, "drop") == "no clear difference"
+    assert verdict(PairedDelta(0.05, 0.01, 3, [0, 1, 2]), arm, arm, "drop") == "better"

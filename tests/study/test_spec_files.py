@@ -32,7 +32,7 @@ EXPECTED_TRIALS = {
     "ssog_search.yaml": 32,  # 32 TPE samples x 1 seed
     "throughput_resolution.yaml": 105,  # 3 regimes x 5 resolutions x (5 mixers + attention sdpa/math)
     "throughput_resolution_smoke.yaml": 42,  # 3 regimes x 2 resolutions x 7 series
-    "mixer_zoo.yaml": 90,  # 18 arms x (3 tuning + 2 final)
+    "mixer_zoo.yaml": 108,  # 18 arms x (3 tuning + 3 final)
     "mixers_by_regime.yaml": 18,  # 6 mixers x 3 regimes, one seed
     "paper_cifar100_zoo.yaml": 486,  # 18 arms x (24 tuning + 3 final)
     "ode_distill_teachers.yaml": 6,  # 2 mixers (discrete teachers) x 3 seeds

@@ -127,13 +127,20 @@ def reference_of(arm: Arm, arms: list[Arm], reference: dict) -> Arm | None:
     return next((a for a in arms if a.key == want), None)
 
 
+MIN_VERDICT_SEEDS = 3  # with 2, one seed's luck decides and the t-interval is 12.7 standard errors wide
+
+
 def verdict(d: PairedDelta, cand: Arm, ref: Arm, policy: str) -> str:
-    """'better' / 'worse' only when the interval excludes 0 and, when runs were dropped, the
-    arm that looks better did not lose more of its runs than the other."""
-    if d.n < 2 or not np.isfinite(d.ci95):
-        return f"undecided (n={d.n})"
+    """'better' / 'worse' only from MIN_VERDICT_SEEDS paired seeds whose differences spread (a
+    zero-width interval from identical differences, common with accuracies on a small split, is
+    no evidence), when the interval excludes 0 and, when runs were dropped, the arm that looks
+    better did not lose more of its runs than the other."""
+    if d.n < MIN_VERDICT_SEEDS or not np.isfinite(d.ci95):
+        return f"undecided (n={d.n}; a verdict needs {MIN_VERDICT_SEEDS} paired seeds)"
     if d.mean - d.ci95 <= 0 <= d.mean + d.ci95:
         return "no clear difference"
+    if d.ci95 == 0:
+        return f"undecided (n={d.n}: every seed gives the same Δ, so the interval says nothing)"
     better = d.mean > 0
     winner, loser = (cand, ref) if better else (ref, cand)
     lost_w, lost_l = (
