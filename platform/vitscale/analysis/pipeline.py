@@ -10,6 +10,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+import pyarrow.compute as pc
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -103,7 +104,12 @@ def analyze(
         by = None
         if res.kind == "benchmark":
             by = ["series", "regime", "resolution", *setting_columns(runs, params)]
-        res.aggregates = with_setting(aggregate_replicates(runs, params, metrics, by), params)
+        res.comparison = res.kind != "benchmark" and is_comparison(res.kind, runs)
+        # A comparison's tables, fronts and figures are its tuned recipes over seeds (final phase),
+        # never the tuning trials that chose them (one seed each, selected on the number shown);
+        # the tuning record is in the arms table and runs.parquet.
+        scope = runs.filter(pc.equal(runs.column("phase"), "final")) if res.comparison else runs
+        res.aggregates = with_setting(aggregate_replicates(scope, params, metrics, by), params)
         res.settings = splitting_settings(res.aggregates, params)
 
         progress.update(step, advance=1, description="Pareto fronts")
@@ -111,7 +117,6 @@ def analyze(
         for front in res.fronts:
             write_front(front, out_dir, params)
         if res.kind != "benchmark":
-            res.comparison = is_comparison(res.kind, runs)
             res.arms, res.reference = study_arms(res.kind, runs, params, snap.context, incomplete)
             if res.comparison:
                 add_tuning(runs, res.arms, snap.context.get("space"))

@@ -132,7 +132,10 @@ def configurations_table(res: AnalysisResult) -> list[str]:
         if f"{m}_mean" in get
     ]
     header += ["runs", "used", "failed", "stopped early", *res.settings]
-    return ["## All configurations", "", *table(header, rows)]
+    title = "## All configurations"
+    if res.comparison:
+        title += " (the tuned recipes over seeds; each arm's tuning trials: arms table, runs.parquet)"
+    return [title, "", *table(header, rows)]
 
 
 def fronts_section(res: AnalysisResult) -> list[str]:
