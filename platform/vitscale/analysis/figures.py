@@ -24,6 +24,8 @@ from vitscale.analysis.style import (
     LABELS,
     REGIME_STYLES,
     Style,
+    bounded,
+    legend,
     style_for,
 )
 from vitscale.models.registry import mixer_order, regime_order
@@ -34,8 +36,9 @@ def save(fig: Figure, out_dir: Path, name: str) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{name}.png", out_dir / f"{name}.svg"]
     with matplotlib.rc_context({"svg.hashsalt": "vitscale"}):
-        fig.savefig(paths[0], dpi=150, metadata={"Software": None})
-        fig.savefig(paths[1], metadata={"Date": None})
+        # "tight": a legend placed beside the axes (many series) is kept in the image
+        fig.savefig(paths[0], dpi=150, metadata={"Software": None}, bbox_inches="tight")
+        fig.savefig(paths[1], metadata={"Date": None}, bbox_inches="tight")
     return paths
 
 
@@ -82,7 +85,7 @@ def accuracy_figure(
         rows = rows.filter(pc.equal(rows.column("regime"), "ode"))
     style = style_for(agg)
     fig, ax = axes(title, LABELS.get(x, x), LABELS["val_top1"], logx=logx)
-    _points(ax, rows, f"{x}_mean", "val_top1_mean", "val_top1_ci95", style, scale=100.0)
+    _points(ax, rows, f"{x}_mean", "val_top1_mean", "val_top1_ci95", style, scale=100.0, bounds=(0.0, 100.0))
     if front is not None and front.table.num_rows:
         fx, fy = (
             as_float(front.table.column(f"{x}_mean")),
@@ -90,7 +93,7 @@ def accuracy_figure(
         )
         ax.step(fx, fy, where="post", color="black", lw=1.2, alpha=0.7, zorder=1, label="Pareto front")
         ax.scatter(fx, fy, s=140, facecolors="none", edgecolors="black", lw=1.2, zorder=4)
-    ax.legend(fontsize=8, loc="best")
+    legend(ax)
     return save(fig, out_dir, name)
 
 
@@ -103,6 +106,7 @@ def _points(
     style: Style,
     scale: float = 1.0,
     transform=None,
+    bounds: tuple[float, float] | None = None,
 ) -> None:
     mixers, regimes = rows.column("mixer").to_pylist(), rows.column("regime").to_pylist()
     xs, ys = as_float(rows.column(xcol)), as_float(rows.column(ycol))
@@ -117,7 +121,9 @@ def _points(
             ax.errorbar(
                 xs[idx],
                 ys[idx] * scale,
-                yerr=_ci(ci[idx], scale),
+                yerr=_ci(ci[idx], scale)
+                if bounds is None
+                else bounded(ys[idx] * scale, _ci(ci[idx], scale), *bounds),
                 ls="none",
                 ms=6,
                 capsize=3,
@@ -168,7 +174,7 @@ def error_figure(
             lw=1.2,
             label=f"fit {mixer} · {regime}: b={fit.b:.2f}",
         )
-    ax.legend(fontsize=7, loc="best")
+    legend(ax)
     return save(fig, out_dir, name)
 
 
@@ -241,7 +247,7 @@ def resolution_figure(
             va="bottom",
             ha="left",
         )
-    ax.legend(fontsize=7, loc="best")
+    legend(ax)
     return save(fig, out_dir, name)
 
 
@@ -282,5 +288,5 @@ def cost_figure(
             ls=BACKEND_STYLES.get(backend, "-"),
             label=f"{e['series']} · {e['regime']}: slope {e['slope']:.2f}",
         )
-    ax.legend(fontsize=7, loc="best")
+    legend(ax)
     return save(fig, out_dir, name)

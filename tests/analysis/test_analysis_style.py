@@ -1,0 +1,28 @@
+"""Figure details a reader would object to: error bars past 100 % accuracy, a legend over the points."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from vitscale.analysis.style import bounded, legend  # noqa: E402
+
+
+def test_error_bars_stop_at_the_quantitys_range() -> None:
+    bars = bounded(np.array([90.0, 50.0, 2.0]), np.array([20.0, 20.0, 5.0]), 0.0, 100.0)
+    assert bars.tolist() == [[20.0, 20.0, 2.0], [10.0, 20.0, 5.0]]  # (below, above) per point
+
+
+def test_many_series_put_the_legend_beside_the_axes() -> None:
+    fig, ax = plt.subplots()
+    for i in range(18):
+        ax.plot([0, 1], [i, i], label=f"s{i}")
+    legend(ax)
+    fig.canvas.draw()
+    box, axes_box = ax.get_legend().get_window_extent(), ax.get_window_extent()
+    assert box.x0 >= axes_box.x1  # right of the plot area, covering no point
+    plt.close(fig)
