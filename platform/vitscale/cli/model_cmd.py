@@ -22,14 +22,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args, get_origin
 
-import torch
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from vitscale.cli.app import model_app
-from vitscale.models import ModelConfig, build, count_params, flops_per_image, lipschitz_bound
-from vitscale.models.measure import has_lipschitz_bound, mixing_flops
+from vitscale.models import ModelConfig
+from vitscale.models.measure import describe_model
 from vitscale.models.registry import MIXERS, REGIMES
 from vitscale.validation import unwrap_optional
 
@@ -137,30 +136,6 @@ def model_config(overrides: dict[str, Any], base: dict[str, Any] | None = None) 
     for key, value in overrides.items():
         merged[key] = {**(merged.get(key) or {}), **value} if isinstance(value, dict) else value
     return ModelConfig.model_validate(merged)
-
-
-def describe_model(config: ModelConfig) -> tuple[dict[str, Any], int | None]:
-    """({tokens, params, flops_per_image, mixing_flops (one mixer, one image), lipschitz_bound
-    (mixers with a closed form; else None), no_weight_decay (parameter names AdamW leaves
-    undecayed), config}, ODE NFE).
-
-    Weights are initialised with seed 0 (the bound and an adaptive ODE's FLOPs depend on
-    them); FLOPs of non-ODE models and mixing FLOPs are counted on the meta device.
-    """
-    torch.manual_seed(0)
-    model = build(config)
-    flops = flops_per_image(model if config.regime == "ode" else config)
-    with torch.device("meta"):
-        mixer = MIXERS[config.mixer](config)
-    return {
-        "tokens": config.grid[0] * config.grid[1],
-        "params": count_params(model),
-        "flops_per_image": flops,
-        "mixing_flops": mixing_flops(mixer, config.grid),
-        "lipschitz_bound": lipschitz_bound(model) if has_lipschitz_bound(model) else None,
-        "no_weight_decay": sorted(model.no_weight_decay()),
-        "config": config.model_dump(mode="json"),
-    }, model.last_nfe
 
 
 @model_app.command("info")

@@ -9,12 +9,14 @@ would count 0), so that op gets the standard SDPA formula here.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
 from vitscale.models.config import ModelConfig
+from vitscale.models.registry import MIXERS
 from vitscale.models.vit import VisionTransformer, build
 
 aten = torch.ops.aten
@@ -153,3 +155,27 @@ def lipschitz_bound(
         prefix_tokens = getattr(module, "num_prefix_tokens", 1)
     bound = max(float(m.lipschitz_bound(tuple(grid_hw), prefix_tokens)) for m in mixers)
     return bound if math.isfinite(bound) else float("inf")
+
+
+def describe_model(config: ModelConfig) -> tuple[dict[str, Any], int | None]:
+    """({tokens, params, flops_per_image, mixing_flops (one mixer, one image), lipschitz_bound
+    (mixers with a closed form; else None), no_weight_decay (parameter names AdamW leaves
+    undecayed), config}, ODE NFE).
+
+    Weights are initialised with seed 0 (the bound and an adaptive ODE's FLOPs depend on
+    them); FLOPs of non-ODE models and mixing FLOPs are counted on the meta device.
+    """
+    torch.manual_seed(0)
+    model = build(config)
+    flops = flops_per_image(model if config.regime == "ode" else config)
+    with torch.device("meta"):
+        mixer = MIXERS[config.mixer](config)
+    return {
+        "tokens": config.grid[0] * config.grid[1],
+        "params": count_params(model),
+        "flops_per_image": flops,
+        "mixing_flops": mixing_flops(mixer, config.grid),
+        "lipschitz_bound": lipschitz_bound(model) if has_lipschitz_bound(model) else None,
+        "no_weight_decay": sorted(model.no_weight_decay()),
+        "config": config.model_dump(mode="json"),
+    }, model.last_nfe
