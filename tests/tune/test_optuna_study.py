@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 from study_helpers import REPO, parent_runs, vitscale
 
+from vitscale.tune.optuna_study import DB_FILE, execution_storage
+from vitscale.tune.storage import STATE_FILE
+
 # ssog_search.yaml, tiny: digits 16x16, width 8-16, one epoch, 128 images.
 TINY_SSOG = [
     "trial.model.depth=1",
@@ -113,3 +116,17 @@ def test_tpe_lies_about_running_trials_only_when_they_run_side_by_side():
 
     assert SAMPLERS["tpe"](0, 1, concurrent=True)._constant_liar
     assert not SAMPLERS["tpe"](0, 1, concurrent=False)._constant_liar
+
+
+def test_execution_storage_reads_the_recorded_rdb_else_the_default_file(tmp_path):
+    """What `vitscale dashboard` and `--continue` open: the URL the execution recorded, else its
+    optuna.db, else nothing (a grid study)."""
+    recorded, default, grid = (tmp_path / name for name in ("recorded", "default", "grid"))
+    for folder in (recorded, default, grid):
+        folder.mkdir()
+    (recorded / STATE_FILE).write_text(json.dumps({"optuna_storage": "postgresql://db/optuna"}))
+    (default / STATE_FILE).write_text(json.dumps({"optuna_storage": ""}))
+    (default / DB_FILE).write_bytes(b"")
+    assert execution_storage(recorded) == "postgresql://db/optuna"
+    assert execution_storage(default) == f"sqlite:///{default / DB_FILE}"
+    assert execution_storage(grid) == ""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -17,14 +16,11 @@ from vitscale.errors import UserError
 def optuna_storage(target: str, storage: str | None) -> str:
     """The Optuna RDB of the newest execution of `target` (a name, study YAML or execution folder)."""
     # Lazy: vitscale.tune imports Ray.
-    from vitscale.tune.optuna_study import DB_FILE
-    from vitscale.tune.run import STATE_FILE, locate_execution
+    from vitscale.tune.optuna_study import execution_storage
+    from vitscale.tune.run import locate_execution
 
     directory = locate_execution(target, storage)
-    state = json.loads((directory / STATE_FILE).read_text())
-    url = state.get("optuna_storage") or ""
-    if not url and (directory / DB_FILE).is_file():
-        url = f"sqlite:///{directory / DB_FILE}"
+    url = execution_storage(directory)
     if not url:
         raise UserError(f"{target}: its newest execution ({directory}) has no Optuna study (a grid study?)")
     return url

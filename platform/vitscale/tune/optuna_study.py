@@ -39,6 +39,16 @@ def _newest_execution(spec, directory: Path) -> Path | None:
     return previous if (previous / STATE_FILE).is_file() else None
 
 
+def execution_storage(directory: Path) -> str:
+    """The RDB URL of the Optuna study an execution folder recorded ('' when it has none)."""
+    state_file = directory / STATE_FILE
+    state = json.loads(state_file.read_text()) if state_file.is_file() else {}
+    url = state.get("optuna_storage") or ""
+    if not url and (directory / DB_FILE).is_file():
+        url = f"sqlite:///{directory / DB_FILE}"
+    return url
+
+
 def storage_for(spec, directory: Path, continue_search: bool) -> str:
     """The RDB URL of this execution's Optuna study ('' for grid, benchmark and comparison)."""
     if not uses_optuna(spec):
@@ -50,10 +60,7 @@ def storage_for(spec, directory: Path, continue_search: bool) -> str:
         return ""
     if continue_search:
         previous = _newest_execution(spec, directory)
-        state = json.loads((previous / STATE_FILE).read_text()) if previous else {}
-        url = state.get("optuna_storage") or (
-            f"sqlite:///{previous / DB_FILE}" if previous and (previous / DB_FILE).is_file() else ""
-        )
+        url = execution_storage(previous) if previous else ""
         if not url:
             raise UserError(
                 f"--continue: no earlier execution of {spec.name} with an Optuna study under "
