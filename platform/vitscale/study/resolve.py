@@ -23,7 +23,7 @@ from vitscale.study.errors import SpecError
 from vitscale.study.paths import flatten_section, lookup, set_in
 from vitscale.study.spec import StudySpec
 from vitscale.study.yamlio import dump
-from vitscale.train.config import TrialConfig
+from vitscale.train.config import TrialConfig, flatten
 from vitscale.validation import error_lines
 
 
@@ -101,26 +101,6 @@ def resolve_trial(spec: StudySpec, point: Mapping[str, Any], seed: int) -> Trial
     except ValidationError as exc:
         where = ", ".join(f"{k}={v}" for k, v in point.items()) or "the base trial"
         raise SpecError(error_lines(exc, prefix=f"{spec.name}: trial at {where}")) from None
-
-
-def flatten(trial: TrialConfig) -> dict[str, Any]:
-    """{'model.width': 64, 'train.betas': '[0.9, 0.999]', ...}: MLflow params, analysis columns.
-
-    Values are None, bool, int, float or str; sequences become JSON strings.
-    """
-    out: dict[str, Any] = {}
-
-    def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict):
-            for k, v in value.items():
-                walk(f"{prefix}.{k}" if prefix else k, v)
-        elif isinstance(value, list | tuple):
-            out[prefix] = json.dumps(value)
-        else:
-            out[prefix] = value
-
-    walk("", trial.model_dump(mode="json"))
-    return out
 
 
 def _digest(data: Any, length: int = 16) -> str:

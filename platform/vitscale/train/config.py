@@ -191,3 +191,23 @@ class TrialConfig(BaseModel):
         if not unset:
             return self
         return self.model_copy(update={"train": self.train.model_copy(update=unset)})
+
+
+def flatten(trial: TrialConfig) -> dict[str, Any]:
+    """{'model.width': 64, 'train.betas': '[0.9, 0.999]', ...}: MLflow params, analysis columns.
+
+    Values are None, bool, int, float or str; sequences become JSON strings.
+    """
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else k, v)
+        elif isinstance(value, list | tuple):
+            out[prefix] = json.dumps(value)
+        else:
+            out[prefix] = value
+
+    walk("", trial.model_dump(mode="json"))
+    return out

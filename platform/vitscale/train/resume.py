@@ -21,6 +21,7 @@ from vitscale.errors import UserError
 from vitscale.tracking import queued, store
 from vitscale.train.checkpoint import find_checkpoint, load_checkpoint
 from vitscale.train.config import TrialConfig
+from vitscale.train.config import flatten as trial_params  # the MLflow params, as a study logs them
 from vitscale.train.from_mlflow import resolve_source
 from vitscale.train.loop import fit
 
@@ -156,17 +157,3 @@ def _log_missed_epochs(client, run_id: str, checkpoint_dir: Path) -> int:
             store.log_metrics(client, run_id, metrics, step=int(metrics["epoch"]))
             logged = int(metrics["epoch"])
     return logged
-
-
-def trial_params(config: TrialConfig) -> dict[str, Any]:
-    """{'model.width': 64, 'train.betas': '[0.9, 0.999]', ...}: the MLflow params of a trial, as a
-    study logs them (`vitscale.study.flatten`, which lives above `train` and cannot be imported here)."""
-    out: dict[str, Any] = {}
-    stack: list[tuple[str, Any]] = [("", config.model_dump(mode="json"))]
-    while stack:
-        prefix, value = stack.pop()
-        if isinstance(value, dict):
-            stack += [(f"{prefix}.{k}" if prefix else k, v) for k, v in value.items()]
-        else:
-            out[prefix] = json.dumps(value) if isinstance(value, list | tuple) else value
-    return dict(sorted(out.items()))
