@@ -39,10 +39,7 @@ def validate_with_sets(model: type[M], raw: dict[str, Any], sets: Sequence[str],
     """`raw` (from the flags) with each `--set` applied in order, validated by `model`.
 
     Raises SpecError, one line per problem; `example` is a valid `PATH=VALUE` for the hint."""
-    for text in sets:
-        if "=" not in text:
-            raise SpecError([f"--set {text}: expected PATH=VALUE, e.g. --set {example}"])
-    raw, touched = apply_overrides(copy.deepcopy(raw), sets)
+    raw, touched = apply_overrides(copy.deepcopy(raw), sets, example)
     try:
         return model.model_validate(raw)
     except ValidationError as exc:

@@ -20,12 +20,15 @@ from vitscale.validation import dotted
 _INDEX = re.compile(r"\[(\d+)\]")
 
 
-def parse_override(text: str) -> tuple[list[str | int], Any]:
-    """'trial.train.epochs=2' -> (['trial', 'train', 'epochs'], 2)."""
+STUDY_EXAMPLE = "trial.train.epochs=2"  # a valid `--set` of a study, for the hint
+
+
+def parse_override(text: str, example: str = STUDY_EXAMPLE) -> tuple[list[str | int], Any]:
+    """'trial.train.epochs=2' -> (['trial', 'train', 'epochs'], 2); `example` is the hint's PATH=VALUE."""
     path, sep, raw = text.partition("=")
     path = path.strip()
     if not sep or not path:
-        raise SpecError([f"--set {text}: expected PATH=VALUE, e.g. --set trial.train.epochs=2"])
+        raise SpecError([f"--set {text}: expected PATH=VALUE, e.g. --set {example}"])
     parts = split_path(path)
     if parts == ["space", "include"] or parts == ["extends"]:
         raise SpecError([f"--set {path}: files are combined when the study is read; edit the study file"])
@@ -49,11 +52,13 @@ def split_path(path: str) -> list[str | int]:
     return parts
 
 
-def apply_overrides(raw: dict, overrides: Iterable[str]) -> tuple[dict, list[str]]:
+def apply_overrides(
+    raw: dict, overrides: Iterable[str], example: str = STUDY_EXAMPLE
+) -> tuple[dict, list[str]]:
     """Apply each override in order; returns the new mapping and the dotted keys it touched."""
     touched = []
     for text in overrides:
-        parts, value = parse_override(text)
+        parts, value = parse_override(text, example)
         _assign(raw, parts, value, text)
         touched.append(dotted(tuple(parts)))
     return raw, touched
