@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 import urllib.request
@@ -19,7 +18,7 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(TESTS), str(TESTS / "tune")]
 pytest_plugins = ["fixtures_cluster"]
 
-from study_helpers import child_runs, cli_env, write_study  # noqa: E402
+from study_helpers import child_runs, start_vitscale, write_study  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -80,9 +79,7 @@ def test_a_lost_worker_node_restarts_its_trial_on_the_survivor(tmp_path):
         args += ["--storage", str(tmp_path / "results"), "--quiet", "--set", f"trial.train.epochs={EPOCHS}"]
         args += ["--set", "trial.data.num_train=1200"]
         log = (tmp_path / "driver.log").open("w")
-        driver = subprocess.Popen(
-            [sys.executable, "-m", "vitscale", *args], cwd=tmp_path, env=cli_env(), stdout=log, stderr=log
-        )
+        driver = start_vitscale(*args, cwd=tmp_path, log=log)
         deadline, killed, reader = time.time() + 600, 0, None
         while not killed:
             assert driver.poll() is None and time.time() < deadline, (tmp_path / "driver.log").read_text()[

@@ -6,7 +6,6 @@ mlflow-down.sh while trials train, kept down for over 30 s, then started again o
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(TESTS), str(TESTS / "tune")]
 pytest_plugins = ["fixtures_cluster"]
 
-from study_helpers import child_runs, cli_env, write_study  # noqa: E402
+from study_helpers import child_runs, start_vitscale, write_study  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -55,9 +54,7 @@ def test_study_rides_out_a_tracking_server_outage(tmp_path):
     args += ["--num-cpus", "2", "--quiet", "--set", f"trial.train.epochs={EPOCHS}"]
     args += ["--set", "trial.data.num_train=768"]
     log = (tmp_path / "driver.log").open("w")
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "vitscale", *args], cwd=tmp_path, env=cli_env(), stdout=log, stderr=log
-    )
+    driver = start_vitscale(*args, cwd=tmp_path, log=log)
     try:
         deadline = time.time() + 300
         while _epochs_logged(uri, "outage-tiny") < 1:

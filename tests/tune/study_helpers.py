@@ -54,6 +54,13 @@ def vitscale(*args: str, cwd: Path, timeout: float = 600, check: bool = True) ->
     return proc
 
 
+def start_vitscale(*args: str, cwd: Path, log=subprocess.DEVNULL, **popen) -> subprocess.Popen:
+    """The real CLI started in the background (a driver a test will kill); output to `log`."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "vitscale", *args], cwd=cwd, env=cli_env(), stdout=log, stderr=log, **popen
+    )
+
+
 def child_runs(tracking_uri: str, study: str) -> list:
     from mlflow import MlflowClient
 

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from study_helpers import child_runs, cli_env, parent_runs, vitscale, write_study
+from study_helpers import child_runs, parent_runs, start_vitscale, vitscale, write_study
 
 from vitscale.study import SpecError, count_trials, load_study
 from vitscale.study.comparison import arm_key, arm_list, arm_study
@@ -129,20 +127,14 @@ def test_comparison_killed_in_its_final_phase_resumes_to_exactly_the_plan(tmp_pa
     study = write_study(tmp_path, "cmp-resume", **COMPARISON)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     results = tmp_path / "results"
-    command = [sys.executable, "-m", "vitscale", "study", "run", str(study), "--tracking-uri", uri]
+    command = ["study", "run", str(study), "--tracking-uri", uri, "--storage", str(results)]
+    command += ["--num-cpus", "1", "--quiet"]
     command += [
-        "--storage",
-        str(results),
-        "--num-cpus",
-        "1",
-        "--quiet",
         "--set",
         "trial.train.epochs=10",
     ]  # final runs slow enough to be killed mid-phase (workers are reused)
     command += ["--set", "search.max_concurrent_trials=1"]
-    driver = subprocess.Popen(
-        command, cwd=tmp_path, env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    driver = start_vitscale(*command, cwd=tmp_path)
     try:
         deadline = time.time() + 420
         while time.time() < deadline:

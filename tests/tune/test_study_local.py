@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from collections import Counter
 
 import pytest
-from study_helpers import child_runs, cli_env, parent_runs, vitscale, write_study
+from study_helpers import child_runs, parent_runs, start_vitscale, vitscale, write_study
 
 pytestmark = pytest.mark.slow
 
@@ -142,31 +140,13 @@ def test_driver_killed_mid_study_then_resume_finishes_exactly_the_plan(tmp_path)
     )
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     results = tmp_path / "results"
-    command = [
-        sys.executable,
-        "-m",
-        "vitscale",
-        "study",
-        "run",
-        str(study),
-        "--tracking-uri",
-        uri,
-        "--storage",
-        str(results),
-        "--num-cpus",
-        "1",
-        "--quiet",
+    command = ["study", "run", str(study), "--tracking-uri", uri, "--storage", str(results)]
+    command += ["--num-cpus", "1", "--quiet"]
+    command += [
         "--set",
-        "trial.train.epochs=12",  # long enough that three trials are still to run at the kill
-    ]
-    driver = subprocess.Popen(
-        command,
-        cwd=tmp_path,
-        env=cli_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+        "trial.train.epochs=12",
+    ]  # long enough that three trials are still to run at the kill
+    driver = start_vitscale(*command, cwd=tmp_path, start_new_session=True)
     try:
         deadline = time.time() + 300
         while time.time() < deadline:  # kill as soon as one trial reported its last epoch to Tune:
