@@ -23,6 +23,13 @@ BAD = [
     ({"ode": {"step_size": -1}}, "ode.step_size"),
     ({"ode": {"max_num_steps": 0}}, "ode.max_num_steps"),
     ({"widht": 64}, "widht"),
+    # sizes beyond any ViT: one line, not an overflow traceback or a build that runs for minutes
+    ({"mlp_ratio": 1e30}, "mlp_ratio"),
+    ({"mlp_ratio": 0.001}, "mlp_ratio"),
+    ({"depth": 100_000}, "depth"),
+    ({"width": 1 << 20, "heads": 1}, "width"),
+    ({"image_size": 1 << 20}, "image_size"),
+    ({"ssog": {"num_gaussians": 10**8}}, "ssog.num_gaussians"),
 ]
 
 

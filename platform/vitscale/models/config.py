@@ -18,6 +18,16 @@ from pydantic_core import InitErrorDetails
 
 from vitscale.models import registry
 
+# Upper bounds far beyond any ViT (ViT-G: width 1664, depth 48), so a typo such as `--mlp-ratio 1e30`
+# or `--depth 100000` is one validation line instead of an overflow traceback or a build that runs
+# for minutes.
+MAX_WIDTH = 1 << 16
+MAX_DEPTH = 1024
+MAX_MLP_RATIO = 64.0
+MAX_IMAGE_SIZE = 1 << 14
+MAX_CHANNELS = 64
+MAX_CLASSES = 1 << 20
+
 
 def _error(err: dict[str, Any], prefix: tuple = ()) -> InitErrorDetails:
     return InitErrorDetails(
@@ -41,14 +51,22 @@ class ModelConfig(BaseModel):
 
     mixer: str = Field("attention", description="token mixer, a registered name (vitscale.models.MIXERS)")
     regime: str = Field("discrete", description="block stacking, a registered name (vitscale.models.REGIMES)")
-    width: int = Field(64, ge=1, description="embedding dimension")
-    depth: int = Field(4, ge=1, description="blocks (discrete), applications (looped), default t_end (ode)")
-    heads: int = Field(4, ge=1, description="heads (must divide width)")
-    mlp_ratio: float = Field(4.0, gt=0, description="MLP hidden width / width")
-    patch_size: int = Field(4, ge=1, description="patch side in pixels")
-    in_chans: int = Field(3, ge=1, description="image channels; set from the data set in a trial")
-    num_classes: int = Field(10, ge=2, description="classes of the head; set from the data set in a trial")
-    image_size: int = Field(32, ge=1, description="build resolution; set from data.resolution in a trial")
+    width: int = Field(64, ge=1, le=MAX_WIDTH, description="embedding dimension")
+    depth: int = Field(
+        4, ge=1, le=MAX_DEPTH, description="blocks (discrete), applications (looped), default t_end (ode)"
+    )
+    heads: int = Field(4, ge=1, le=MAX_WIDTH, description="heads (must divide width)")
+    mlp_ratio: float = Field(4.0, gt=0, le=MAX_MLP_RATIO, description="MLP hidden width / width")
+    patch_size: int = Field(4, ge=1, le=MAX_IMAGE_SIZE, description="patch side in pixels")
+    in_chans: int = Field(
+        3, ge=1, le=MAX_CHANNELS, description="image channels; set from the data set in a trial"
+    )
+    num_classes: int = Field(
+        10, ge=2, le=MAX_CLASSES, description="classes of the head; set from the data set in a trial"
+    )
+    image_size: int = Field(
+        32, ge=1, le=MAX_IMAGE_SIZE, description="build resolution; set from data.resolution in a trial"
+    )
     pos_embed: bool | None = Field(
         None,
         description="learned absolute position embedding; default: the mixer's choice "
@@ -103,6 +121,10 @@ class ModelConfig(BaseModel):
         if self.regime not in registry.REGIMES:
             raise ValueError(
                 f"regime: unknown regime {self.regime!r}; choose one of {sorted(registry.REGIMES)}"
+            )
+        if self.width * self.mlp_ratio < 1:
+            raise ValueError(
+                f"mlp_ratio: {self.mlp_ratio} gives an MLP of no hidden unit at width {self.width}"
             )
         if self.width % self.heads:
             raise ValueError(f"heads: {self.heads} does not divide width {self.width}")

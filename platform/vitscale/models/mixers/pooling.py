@@ -32,7 +32,7 @@ from scipy import sparse
 from scipy.sparse.linalg import svds
 from torch import Tensor, nn
 
-from vitscale.models.config import ModelConfig
+from vitscale.models.config import MAX_IMAGE_SIZE, ModelConfig
 from vitscale.models.measure import register_flops
 from vitscale.models.mixers.grid import prefix_count
 from vitscale.models.registry import register_mixer
@@ -45,7 +45,7 @@ class PoolingSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    pool_size: int = Field(3, ge=1, description="side of the average-pooling window (odd)")
+    pool_size: int = Field(3, ge=1, le=MAX_IMAGE_SIZE, description="side of the average-pooling window (odd)")
 
     @field_validator("pool_size")
     @classmethod

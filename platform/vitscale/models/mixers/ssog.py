@@ -76,7 +76,7 @@ class SSoGSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     moved_from: ClassVar[dict[str, str]] = {"num_gaussians": "num_gaussians", "ssog_offsets": "offsets"}
 
-    num_gaussians: int = Field(4, ge=1, description="Gaussians per head and axis")
+    num_gaussians: int = Field(4, ge=1, le=1024, description="Gaussians per head and axis")
     offsets: bool = Field(True, description="learn Gaussian centre offsets")
 
 
