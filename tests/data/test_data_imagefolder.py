@@ -88,6 +88,23 @@ def test_hidden_folders_and_loose_files_are_not_classes(imagefolder):
     assert load(DataConfig(dataset="imagefolder", root=str(imagefolder)), "cpu").num_classes == 3
 
 
+@pytest.mark.parametrize(("per_class", "empty"), [(1, "val and test splits"), (2, "val split")])
+def test_too_few_images_for_the_splits_is_an_error_not_a_zero_score(tmp_path, per_class, empty):
+    """One image per class left val and test empty: training 'scored' 0 % on nothing."""
+    from PIL import Image
+
+    for name in ("a", "b", "c"):
+        for i in range(per_class):
+            _save(tmp_path / name, f"{i}.png", Image.new("RGB", (4, 4), color=(40 * i, 0, 0)))
+    message = _message(DataConfig(dataset="imagefolder", root=str(tmp_path)))
+    assert f"imagefolder at {tmp_path} leaves the {empty} empty" in message and "at least 3" in message
+    for i in range(per_class, 3):
+        for name in ("a", "b", "c"):
+            _save(tmp_path / name, f"{i}.png", Image.new("RGB", (4, 4)))
+    bundle = load(DataConfig(dataset="imagefolder", root=str(tmp_path)), "cpu")
+    assert (len(bundle.train_labels), len(bundle.val_labels), len(bundle.test_labels)) == (3, 3, 3)
+
+
 def test_an_empty_class_in_test_is_an_error_too(tmp_path):
     from PIL import Image
 

@@ -19,6 +19,7 @@ from vitscale.data.config import DataConfig
 from vitscale.data.registry import DATASETS
 from vitscale.data.source import Source
 from vitscale.data.splits import balanced_subset, stratified_split
+from vitscale.errors import DataError
 
 
 @dataclass
@@ -87,6 +88,19 @@ def _cap(images: torch.Tensor, labels: torch.Tensor, n: int | None, seed: int):
     return images[idx], labels[idx]
 
 
+def _refuse_empty_splits(config: DataConfig, n_train: int, n_val: int, n_test: int) -> None:
+    """An empty split would be scored as 0 % (or divide by zero) instead of saying why: refuse it."""
+    empty = [name for name, n in (("train", n_train), ("val", n_val), ("test", n_test)) if n == 0]
+    if not empty:
+        return
+    where = f"{config.dataset} at {config.root}" if config.root else config.dataset
+    raise DataError(
+        f"data: {where} leaves the {' and '.join(empty)} split{'s' if len(empty) > 1 else ''} empty ({n_train} train, {n_val} val, "
+        f"{n_test} test images); give each class at least 3 images (2 training images with a "
+        "test/ folder), or raise data.val_fraction"
+    )
+
+
 def split_validation(src: Source, config: DataConfig) -> tuple[torch.Tensor, ...]:
     """(train_x, train_y, val_x, val_y): the loader's own val split, else a stratified hold-out of train."""
     if src.val_images is not None:
@@ -123,6 +137,7 @@ def read(config: DataConfig, device: torch.device | str = "cpu") -> DataBundle:
     """`load` without the cache."""
     src: Source = DATASETS[config.dataset](config)
     train_x, train_y, val_x, val_y = split_validation(src, config)
+    _refuse_empty_splits(config, len(train_y), len(val_y), len(src.test_labels))
     mean, std = channel_stats(train_x)
     train_x, train_y = _cap(train_x, train_y, config.num_train, config.split_seed)
     val_x, val_y = _cap(val_x, val_y, config.num_val, config.split_seed + 1)
