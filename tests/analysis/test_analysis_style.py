@@ -8,7 +8,10 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 
+from vitscale.analysis.figures import axes  # noqa: E402
 from vitscale.analysis.style import bounded, legend  # noqa: E402
 
 
@@ -26,3 +29,14 @@ def test_many_series_put_the_legend_beside_the_axes() -> None:
     box, axes_box = ax.get_legend().get_window_extent(), ax.get_window_extent()
     assert box.x0 >= axes_box.x1  # right of the plot area, covering no point
     plt.close(fig)
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(1.1e6, 1.9e6), (3.05e5, 3.4e5), (2e4, 9e4), (1e3, 2e7)])
+def test_a_log_axis_labels_at_least_three_ticks_whatever_its_span(lo: float, hi: float) -> None:
+    """A parameter axis spanning less than a decade showed one label ('1M') before."""
+    fig, ax = axes("t", "params", "top-1", logx=True)
+    ax.plot([lo, hi], [1, 2])
+    ax.set_xlim(lo, hi)
+    FigureCanvasAgg(fig).draw()
+    labels = [t.get_text() for t in ax.get_xticklabels() if lo <= t.get_position()[0] <= hi]
+    assert len(set(labels)) >= 3 and all(labels), labels

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, Locator, LogLocator, MaxNLocator, NullFormatter
 
 from vitscale.analysis.fields import as_float
 from vitscale.analysis.fits import PowerLawFit
@@ -50,9 +50,29 @@ def short(value: float) -> str:
     return f"{value:.3g}"
 
 
+class ReadableLogLocator(Locator):
+    """1-2-5 ticks per decade; on an axis spanning too little for three of them (e.g. 1.1M-1.9M
+    parameters), every integer multiple, then plain evenly spaced values: never a single label."""
+
+    def __init__(self, min_ticks: int = 3) -> None:
+        self.min_ticks = min_ticks
+
+    def __call__(self):
+        vmin, vmax = self.axis.get_view_interval()
+        return self.tick_values(vmin, vmax)
+
+    def tick_values(self, vmin: float, vmax: float):
+        lo, hi = sorted((vmin, vmax))
+        for subs in ((1.0, 2.0, 5.0), tuple(float(s) for s in range(1, 10))):
+            ticks = LogLocator(base=10, subs=subs).tick_values(lo, hi)
+            if sum(lo <= t <= hi for t in ticks) >= self.min_ticks:
+                return ticks
+        return [t for t in MaxNLocator(4).tick_values(lo, hi) if t > 0]
+
+
 def _log_axis(axis, ticks: list[float] | None = None) -> None:
     """Log axis with 1-2-5 (or the given) ticks, plain labels, no minor labels."""
-    axis.set_major_locator(FixedLocator(ticks) if ticks else LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_locator(FixedLocator(ticks) if ticks else ReadableLogLocator())
     axis.set_major_formatter(FuncFormatter(lambda v, _: short(v)))
     axis.set_minor_formatter(NullFormatter())
 
