@@ -12,16 +12,19 @@ from pydantic import BaseModel, ValidationError
 # "heads: 5 does not divide width 64" raised by a model validator: the field is in the message.
 _NAMED = re.compile(r"^([A-Za-z_][\w.]*(?:\[\d+\])*): (.+)$", re.S)
 _SCALARS = (str, int, float, bool)
+# A key part shown bare; anything else (empty, spaces, a colon, quotes) is quoted so it stays visible.
+_BARE_KEY = re.compile(r"[^\s:'\"]+")
 
 
 def dotted(loc: tuple) -> str:
-    """('trial', 'model', 'width') -> 'trial.model.width'; list indices as [i]."""
+    """('trial', 'model', 'width') -> 'trial.model.width'; list indices as [i]; odd keys quoted (' ')."""
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + str(part)
+            text = str(part)
+            out += ("." if out else "") + (text if _BARE_KEY.fullmatch(text) else repr(text))
     return out
 
 

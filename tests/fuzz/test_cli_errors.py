@@ -20,7 +20,7 @@ def test_control_character_in_an_override_stays_on_one_line():
 def test_out_of_memory_is_one_line_exit_2():
     boom = RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 1e11 bytes")
     with mock.patch("vitscale.cli.model_cmd.describe_model", side_effect=boom):
-        lines = assert_user_contract(run_cli("model", "info", "--width", "100000"))
+        lines = assert_user_contract(run_cli("model", "info", "--width", "65536"))
     assert len(lines) == 1 and lines[0].startswith("out of memory: DefaultCPUAllocator")
 
 

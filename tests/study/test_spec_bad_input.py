@@ -82,3 +82,10 @@ def test_huge_int_ranges_are_counted_not_listed():
     assert lines == ["s.yaml: space: the grid has more than 100000 points; narrow it or use a sampler"]
     lines = problems({"name": "x", "space": {"model": {"int": [1, 10**12]}, "model.width": {"choice": [32]}}})
     assert lines[0].startswith("s.yaml: space.model: model is a section")
+
+
+@pytest.mark.parametrize("key", [" ", "", "a: b", "\x85  "])
+def test_a_blank_or_odd_key_is_quoted_in_the_problem_line(key):
+    """A space-only key (YAML folds '\\x85  ' to ' ') printed as 's.yaml:  : ...', naming nothing."""
+    lines = problems({**BASE, "trial": {**BASE["trial"], key: 1}})
+    assert lines[0].startswith(f"s.yaml: trial.{key!r}: unknown key"), lines
