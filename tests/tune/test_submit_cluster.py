@@ -3,9 +3,10 @@ the storage check on every node, and a submitted quickstart that outlives its cl
 its runs naming the submitting checkout's commit (and its uncommitted edit).
 
 What the storage check can show here: the nodes of infra/local share this machine's filesystem, so
-every node sees every path and only the temp-dir rule can refuse one (a path inside a node's own
-Ray temp dir, which Ray wipes). The marker probe itself is exercised for real (one task per node,
-answering from that node's temp dir) with a marker no node can find.
+there only the temp-dir rule can refuse a path (a path inside a node's own Ray temp dir, which Ray
+wipes). The marker probe is exercised for real twice: with a marker no node can find, and with a
+second node started in its own mount namespace, where the storage folder is that node's own tmpfs
+(a node without the shared mount).
 """
 
 from __future__ import annotations
@@ -86,6 +87,52 @@ def test_a_storage_path_inside_a_nodes_ray_temp_dir_is_refused_before_any_trial(
     assert (
         "2 of 2 nodes cannot see" in report["verdict"] and "--set storage=/shared/path" in report["verdict"]
     )
+
+
+def _private_mounts_work() -> bool:
+    """Can this machine give one process tree its own view of a folder (a mount namespace)?"""
+    try:
+        probe = ["unshare", "--mount", "--propagation", "private", "true"]
+        return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.skipif(not _private_mounts_work(), reason="needs `unshare --mount` (root or user namespaces)")
+def test_a_path_one_node_cannot_see_is_refused_by_the_marker_probe(mlflow_server, tmp_path):
+    """A second node whose view of the storage folder is its own tmpfs (its own mount namespace),
+    as a node without the shared mount would be: the driver's marker is invisible there, so the
+    study is refused in one line naming that node count, before any MLflow run or trial exists."""
+    temp_dir = short_temp_dir()
+    store = tmp_path / "node-local"
+    store.mkdir()
+    try:
+        head = start_ray_cluster(temp_dir, workers=0, cpus_per_node=1)
+        ray = str(Path(sys.executable).with_name("ray"))
+        start_worker = (
+            'mount -t tmpfs tmpfs "$0" && exec "$1" start --address "$2" --temp-dir "$3" '
+            "--node-ip-address 127.0.0.1 --num-cpus 1 --disable-usage-stats "
+            "--object-store-memory 268435456 --dashboard-agent-listen-port 0"
+        )
+        subprocess.run(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c", start_worker,
+             str(store), ray, head.gcs_address, f"{temp_dir}/w1"],
+            check=True, capture_output=True, env=cli_env(), timeout=300, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        study = write_study(tmp_path, "blind-node", space={"model.mixer": {"grid": ["attention"]}})
+        proc = vitscale(
+            "study", "run", str(study), "--address", head.gcs_address, "--tracking-uri", mlflow_server,
+            "--storage", str(store), "--quiet", cwd=tmp_path, check=False,
+        )  # fmt: skip
+    finally:
+        stop_ray_cluster(temp_dir)  # the namespaced node too: its arguments name temp_dir/w1
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert proc.returncode == 2 and len(errors) == 1, proc.stderr[-3000:]
+    assert "1 of 2 nodes cannot see" in errors[0] and "--set storage=/shared/path" in errors[0], errors
+    assert str(store) in errors[0] and "Traceback" not in proc.stderr
+    assert MlflowClient(tracking_uri=mlflow_server).get_experiment_by_name("blind-node") is None
+    assert not list(store.iterdir())  # the marker is removed again
 
 
 def _job_status(address: str, job_id: str) -> str:
