@@ -89,3 +89,13 @@ def test_a_blank_or_odd_key_is_quoted_in_the_problem_line(key):
     """A space-only key (YAML folds '\\x85  ' to ' ') printed as 's.yaml:  : ...', naming nothing."""
     lines = problems({**BASE, "trial": {**BASE["trial"], key: 1}})
     assert lines[0].startswith(f"s.yaml: trial.{key!r}: unknown key"), lines
+
+
+def test_a_searched_key_under_an_unset_optional_section_is_validated_not_a_crash():
+    """`space: {train.distill.weight: ...}` with no trial.train.distill (None) was a TypeError in set_in."""
+    raw = {**BASE, "space": {"train.distill.weight": {"grid": [0.0, 0.3]}}}
+    assert problems(raw) == [
+        "s.yaml: trial.train.distill.teacher: required when weight or logit_weight > 0 (a checkpoint, "
+        "MLflow run id, models:/ URI or {best_of: STUDY}); weight 0 trains from scratch "
+        "(at grid point train.distill.weight=0.3)"
+    ]

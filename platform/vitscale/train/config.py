@@ -93,6 +93,16 @@ class DistillConfig(BaseModel):
     def active(self) -> bool:
         return self.weight > 0 or self.logit_weight > 0
 
+    @model_validator(mode="after")
+    def _teacher_when_active(self) -> DistillConfig:
+        """Refused up front, not as a failure of every trial that would distil from nothing."""
+        if self.active and self.teacher is None:
+            raise ValueError(
+                "teacher: required when weight or logit_weight > 0 (a checkpoint, MLflow run id, "
+                "models:/ URI or {best_of: STUDY}); weight 0 trains from scratch"
+            )
+        return self
+
     def layer_list(self, depth: int) -> list[int]:
         return list(range(1, depth + 1)) if self.layers == "all" else sorted(set(self.layers))
 
