@@ -99,3 +99,19 @@ def test_a_searched_key_under_an_unset_optional_section_is_validated_not_a_crash
         "MLflow run id, models:/ URI or {best_of: STUDY}); weight 0 trains from scratch "
         "(at grid point train.distill.weight=0.3)"
     ]
+
+
+def test_a_when_on_one_value_of_a_sampled_huge_range_is_active():
+    """The checker samples 64 values of a 10^12-wide range; the value a when: waits for is one of them."""
+    space = {
+        "data.num_train": {"int": [10, 10**12]},
+        "train.lr": {"loguniform": [1e-4, 1e-2], "when": {"data.num_train": 777}},
+    }
+    spec = validate_study(
+        {**BASE, "space": space, "search": {"algorithm": "random", "num_samples": 4}}, "s.yaml"
+    )
+    assert set(spec.space) == {"data.num_train", "train.lr"}
+    space["train.lr"]["when"] = {"data.num_train": 5}  # outside the range: never active, still said
+    assert problems({**BASE, "space": space, "search": {"algorithm": "random", "num_samples": 4}}) == [
+        "s.yaml: space.train.lr: never active: its when: {data.num_train: 5} never holds"
+    ]

@@ -4,7 +4,8 @@ Combination rule (shape checks, mixer/regime guards, never-active parameters): t
 enumerates the points the relevant parameters can form — honouring `when:` and coupled values,
 and using the base trial for every field the space does not set. Finite distributions contribute
 all their values; int ranges with more than 1024 values contribute 64 evenly spaced ones
-including both bounds; continuous ones their two bounds. A rule that fails on any enumerated
+including both bounds; continuous ones their two bounds; both also every value in their range that
+some `when:` waits for. A rule that fails on any enumerated
 point is an error (e.g. heads 3 with width 100 from `int: [64, 128]`). Enumerations past 20,000
 points are skipped rather than guessed.
 """
@@ -197,9 +198,20 @@ def _divides(point: dict, small: str, big: str, space: Mapping[str, Param], base
     return b % a == 0
 
 
+def _representatives(space: Mapping[str, Param]) -> Callable[[Param], list[Any]]:
+    """Param.representatives that also include every value some `when:` waits for (a when: on one
+    value of a sampled 10^12-wide range would otherwise look never active)."""
+    wanted: dict[int, list[Any]] = {}
+    for param in space.values():
+        for path, accepted in param.conditions().items():
+            if path in space:
+                wanted.setdefault(id(space[path]), []).extend(accepted)
+    return lambda param: param.representatives(wanted.get(id(param), ()))
+
+
 def _first_point(space, base, keys, test: Callable[[dict], bool]) -> dict | None:
     try:
-        points = expand(space, base, Param.representatives, keys, limit=CHECK_LIMIT)
+        points = expand(space, base, _representatives(space), keys, limit=CHECK_LIMIT)
     except TooManyPoints:
         return None
     return next((p for p in points if test(p)), None)
@@ -208,7 +220,7 @@ def _first_point(space, base, keys, test: Callable[[dict], bool]) -> dict | None
 def _any_point(space, base, keys, test: Callable[[dict], bool]) -> bool | None:
     """Whether some enumerated point passes `test`; None when the enumeration is too large."""
     try:
-        points = expand(space, base, Param.representatives, keys, limit=CHECK_LIMIT)
+        points = expand(space, base, _representatives(space), keys, limit=CHECK_LIMIT)
     except TooManyPoints:
         return None
     return any(test(p) for p in points)

@@ -17,7 +17,7 @@ A parameter whose condition fails is inactive: the trial keeps its base value.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
@@ -151,8 +151,9 @@ class Param(BaseModel):
             return range(low, high + 1, int(self.step or 1))
         raise ValueError(f"{self.kind} is continuous: it has no finite list of values")
 
-    def representatives(self) -> list[Any]:
-        """Values to check combinations with: all of a finite set, else the bounds (and a sample)."""
+    def representatives(self, wanted: Iterable[Any] = ()) -> list[Any]:
+        """Values to check combinations with: all of a finite set, else the bounds (and a sample),
+        plus those of `wanted` (values some `when:` waits for) that this range can produce."""
         if self.kind == "int":
             low, high = self.int_range
             step = int(self.step or 1)
@@ -160,9 +161,12 @@ class Param(BaseModel):
             if count <= ENUMERATION_LIMIT:
                 return list(self.values())
             picks = {low + step * round(i * (count - 1) / 63) for i in range(64)}
+            picks |= {v for v in wanted if _is_int(v) and low <= v <= high and (v - low) % step == 0}
             return sorted(picks)
         if self.kind in CONTINUOUS:
-            return list(getattr(self, self.kind))
+            low, high = getattr(self, self.kind)
+            inside = {float(v) for v in wanted if _is_number(v) and low <= v <= high}
+            return sorted({low, high} | inside)
         return self.values()
 
     def bounds(self) -> tuple[float, float] | None:
@@ -184,3 +188,11 @@ class Param(BaseModel):
     def conditions(self) -> dict[str, list[Any]]:
         """`when:` normalised: path -> accepted values."""
         return {p: (c if isinstance(c, list) else [c]) for p, c in (self.when or {}).items()}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
