@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from unittest import mock
 
+import pytest
 from fuzz_support import assert_user_contract, run_cli
 
 from vitscale.errors import SolverError
@@ -38,3 +39,14 @@ def test_other_runtime_errors_keep_their_traceback():
             assert str(exc) == "a bug"
         else:
             raise AssertionError("a bug must not be turned into a user error")
+
+
+@pytest.mark.parametrize("uri", ["file:/tmp/mlruns", "file:///tmp/mlruns", "./mlruns", "mlruns"])
+def test_a_file_store_tracking_uri_is_one_line_before_any_run(uri, monkeypatch, tmp_path):
+    """MLflow 3.17 raised its own traceback on a file store; no trial may start before that line."""
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    with mock.patch("vitscale.train.resume.fit", side_effect=AssertionError("trained")):
+        lines = assert_user_contract(run_cli("train", "--epochs", "1", "--tracking-uri", uri))
+    assert len(lines) == 1 and f"tracking URI {uri!r}" in lines[0] and "sqlite:///" in lines[0], lines
+    assert not (tmp_path / "mlruns").exists()

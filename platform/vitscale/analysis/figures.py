@@ -51,11 +51,9 @@ def short(value: float) -> str:
 
 
 class ReadableLogLocator(Locator):
-    """1-2-5 ticks per decade; on an axis spanning too little for three of them (e.g. 1.1M-1.9M
-    parameters), every integer multiple, then plain evenly spaced values: never a single label."""
-
-    def __init__(self, min_ticks: int = 3) -> None:
-        self.min_ticks = min_ticks
+    """1-2-5 ticks per decade on an axis spanning a decade or more; on a narrower one (e.g. 0.75M-1.9M
+    parameters, where 1-2-5 leaves one label and 1..9 multiples leave 1M-1.9M bare), evenly spaced
+    plain values, so labels cover the whole axis."""
 
     def __call__(self):
         vmin, vmax = self.axis.get_view_interval()
@@ -63,11 +61,12 @@ class ReadableLogLocator(Locator):
 
     def tick_values(self, vmin: float, vmax: float):
         lo, hi = sorted((vmin, vmax))
-        for subs in ((1.0, 2.0, 5.0), tuple(float(s) for s in range(1, 10))):
-            ticks = LogLocator(base=10, subs=subs).tick_values(lo, hi)
-            if sum(lo <= t <= hi for t in ticks) >= self.min_ticks:
-                return ticks
-        return [t for t in MaxNLocator(4).tick_values(lo, hi) if t > 0]
+        if lo > 0 and hi / lo < 10:
+            return [t for t in MaxNLocator(5).tick_values(lo, hi) if t > 0]
+        ticks = LogLocator(base=10, subs=(1.0, 2.0, 5.0)).tick_values(lo, hi)
+        if sum(lo <= t <= hi for t in ticks) >= 3:
+            return ticks
+        return LogLocator(base=10, subs=tuple(float(s) for s in range(1, 10))).tick_values(lo, hi)
 
 
 def _log_axis(axis, ticks: list[float] | None = None) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from vitscale.errors import UserError
 from vitscale.tracking import layout, provenance
@@ -55,6 +56,21 @@ def resolve_tracking_uri(given: str | None = None, configured: str | None = None
     return given or os.environ.get(layout.TRACKING_URI_ENV) or configured or layout.DEFAULT_TRACKING_URI
 
 
+def refuse_file_store(uri: str) -> None:
+    """MLflow 3.17 raises (with a traceback) on a file store (`file:...`, a bare `./mlruns`) unless
+    MLFLOW_ALLOW_FILE_STORE=true; say so in one line, before any run is made."""
+    if os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() in ("1", "true"):
+        return
+    scheme = urlparse(uri).scheme
+    if scheme == "file" or (scheme == "" and uri != "databricks"):
+        raise UserError(
+            f"tracking URI {uri!r} (--tracking-uri, tracking.uri or ${layout.TRACKING_URI_ENV}) is an MLflow "
+            "file store, which MLflow no longer opens by default; "
+            "use a database such as sqlite:///mlflow.db (`mlflow migrate-filestore` moves old runs), "
+            "or set MLFLOW_ALLOW_FILE_STORE=true"
+        )
+
+
 def client_for(uri: str):
     """An MlflowClient; for a SQLite store, created (and its schema made or migrated) under a lock.
 
@@ -65,6 +81,7 @@ def client_for(uri: str):
     """
     from mlflow import MlflowClient
 
+    refuse_file_store(uri)
     database = Path(uri.removeprefix("sqlite:///").split("?")[0]) if uri.startswith("sqlite:///") else None
     if database is None or not database.parent.is_dir():
         return MlflowClient(tracking_uri=uri)

@@ -22,6 +22,19 @@ DRIVER_ENV = {
 }
 
 
+def _not_the_token_default_notice(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("Token authentication is enabled for this Ray cluster")
+
+
+def _quiet_token_default_notice() -> None:
+    """A new local cluster gets Ray's default token authentication, and Ray announces that on every
+    study run. Drop that notice only; the warning that authentication is *disabled* still shows.
+    (Setting RAY_AUTH_MODE ourselves is no substitute: Ray caches its config at import.)"""
+    setup_logger = logging.getLogger("ray._private.authentication.authentication_token_setup")
+    if _not_the_token_default_notice not in setup_logger.filters:
+        setup_logger.addFilter(_not_the_token_default_notice)
+
+
 def connect(address: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None) -> None:
     """`ray.init` for this driver: in-process local Ray by default, a cluster with `address`."""
     import ray
@@ -35,6 +48,7 @@ def connect(address: str | None = None, num_cpus: int | None = None, num_gpus: i
         if address:
             ray.init(address=address, **kwargs)
         else:
+            _quiet_token_default_notice()
             ray.init(num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False, **kwargs)
     except ConnectionError as exc:
         raise UserError(
