@@ -185,3 +185,25 @@ def _finished(uri: str, study: str, phase: str) -> int:
         r.data.tags.get("vitscale.status") == "FINISHED" and r.data.tags.get("vitscale.phase") == phase
         for r in runs
     )
+
+
+def test_the_arm_table_never_cuts_an_arm_name_or_a_tuned_value_at_80_columns():
+    """Seen on tuned_quickstart: 'attention/…' twice, and 'weight_dec…', in an 80-column terminal."""
+    from rich.console import Console
+
+    from vitscale.cli.run_cmd import arm_table
+
+    point = {"train.lr": 0.0061904901667741855, "train.weight_decay": 0.0123456, "train.warmup_epochs": 1.5}
+    rows = [
+        dict(arm=f"model.mixer={m},model.regime={r}", point={**point, "model.width": 32}, tuning_score=0.8252,
+             final_runs=2, val_top1=0.7483, test_top1=0.7006)
+        for m in ("attention", "ssog") for r in ("discrete", "ode")
+    ]  # fmt: skip
+    console = Console(width=80, record=True)
+    console.print(arm_table(rows))
+    text = console.export_text()
+    for name in ("attention/discrete", "attention/ode", "ssog/discrete", "ssog/ode"):
+        assert name in text
+    for value in ("lr=0.00619", "weight_decay=0.0123", "warmup_epochs=1.5", "width=32", "82.52", "70.06"):
+        assert text.count(value) == 4, (value, text)
+    assert "…" not in text

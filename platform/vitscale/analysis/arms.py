@@ -53,6 +53,11 @@ class ArmDelta:
     delta: PairedDelta
     verdict: str
 
+    @property
+    def shown(self) -> str:
+        """'ssog · ode − attention · ode': the two arms as people read them."""
+        return f"{arm_display(self.candidate)} − {arm_display(self.reference)}"
+
 
 def is_comparison(kind: str, table: pa.Table) -> bool:
     return kind == "comparison" or "final" in set(table.column("phase").to_pylist())
@@ -62,6 +67,12 @@ def parse_arm(text: str) -> dict[str, str]:
     """'model.mixer=ssog,model.regime=ode' -> {'model.mixer': 'ssog', 'model.regime': 'ode'}."""
     pairs = [p.split("=", 1) for p in text.split(",") if "=" in p]
     return {k.strip(): v.strip() for k, v in pairs}
+
+
+def arm_display(label: str) -> str:
+    """A label for people: 'model.mixer=ssog,model.regime=ode' -> 'ssog · ode' (CSVs keep the key)."""
+    key = parse_arm(label)
+    return " · ".join(key.values()) if key else label
 
 
 def comparison_arms(table: pa.Table) -> list[Arm]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from vitscale.tracking import layout
+from vitscale.tracking import layout, store
 
 SPEC_ARTIFACT = "spec.yaml"
 
@@ -31,7 +31,7 @@ def parent_context(client: Any, parent: Any) -> dict:
             reference = None
     space = None
     try:
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, store.quiet_artifact_progress():
             path = client.download_artifacts(parent.info.run_id, SPEC_ARTIFACT, tmp)
             doc = yaml.safe_load(Path(path).read_text()) or {}
         space = doc.get("space") if isinstance(doc, dict) and isinstance(doc.get("space"), dict) else None

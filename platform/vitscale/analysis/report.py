@@ -29,7 +29,9 @@ def header_lines(res: AnalysisResult) -> list[str]:
     return [
         f"# {res.study}: analysis",
         "",
-        f"{KIND_NAMES.get(res.kind, res.kind)} study · {c['runs']} trial runs: "
+        f"{KIND_NAMES.get(res.kind, res.kind)} study · {c['runs']} trial runs"
+        + (f" ({c['tuning']} tuning, {c['final']} final)" if c["final"] else "")
+        + ": "
         f"{c['used']} used ({c['did_not_train']} of them did not train), {c['failed']} failed, "
         f"{c['stopped_early']} stopped early, {c['killed']} killed, {c['other']} other · "
         f"parent run(s): {parents}",

@@ -9,7 +9,7 @@ import json
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from vitscale.analysis.arms import METRICS
+from vitscale.analysis.arms import METRICS, arm_display
 from vitscale.analysis.markdown import outcomes, pm, table
 from vitscale.analysis.result import AnalysisResult
 
@@ -69,8 +69,8 @@ def delta_section(res: AnalysisResult) -> list[str]:
         val, test = ds.get("val_top1"), ds.get("test_top1")
         rows.append(
             [
-                cand,
-                ref,
+                arm_display(cand),
+                arm_display(ref),
                 pm(val.delta.mean, val.delta.ci95, val.delta.n, 100, signed=True) if val else "—",
                 pm(test.delta.mean, test.delta.ci95, test.delta.n, 100, signed=True) if test else "—",
                 val.verdict if val else "—",
@@ -115,7 +115,7 @@ def arms_section(res: AnalysisResult) -> list[str]:
     rows = []
     for arm in res.arms:
         stats = [pm(*arm.stats[m], 100) if m in arm.stats else "—" for m in METRICS]
-        row = [arm.label, *stats, outcomes(arm.counts)]
+        row = [arm_display(arm.label), *stats, outcomes(arm.counts)]
         row += [", ".join(f"{k}={arm.config.get(k)}" for k in chosen)] if chosen else []
         if tuned:
             t = arm.tuning or {"budget": {}, "tuned": {}, "edges": {}}

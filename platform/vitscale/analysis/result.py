@@ -53,6 +53,7 @@ class AnalysisResult:
     def counts(self) -> dict[str, int]:
         """Trial outcome counts over the whole study."""
         status = self.runs.column("status").to_pylist()
+        phase = self.runs.column("phase").to_pylist() if "phase" in self.runs.column_names else []
         early = self.runs.column("stopped_early").to_pylist()
         dnt = (
             self.runs.column("did_not_train").to_pylist() if "did_not_train" in self.runs.column_names else []
@@ -66,6 +67,8 @@ class AnalysisResult:
             "other": sum(s not in ("FINISHED", "FAILED", "KILLED") for s in status),
             "stopped_early": sum(bool(e) for e in early),
             "did_not_train": sum(d is True for d in dnt),
+            "tuning": sum(p == "tune" for p in phase),
+            "final": sum(p == "final" for p in phase),
         }
 
     def summary(self) -> list[dict]:

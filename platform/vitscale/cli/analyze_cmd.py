@@ -121,14 +121,19 @@ def analyze_command(
     )
     c = result.counts()
     console.print(summary_table(result))
+    phases = (
+        f" ({c['tuning']} tuning, {c['final']} final; the table and Δ use the final runs)"
+        if c["final"]
+        else ""
+    )
     console.print(
-        f"{c['runs']} trial runs: {c['used']} used ({c['did_not_train']} did not train), "
+        f"{c['runs']} trial runs{phases}: {c['used']} used ({c['did_not_train']} did not train), "
         f"{c['failed']} failed, {c['stopped_early']} stopped early, {c['killed'] + c['other']} killed/other"
     )
     for d in result.deltas:
         if d.metric == "val_top1":
             console.print(
-                f"Δ val top-1 {d.candidate} − {d.reference}: {_fmt(d.delta.mean, 100, 2)} "
+                f"Δ val top-1 {d.shown}: {_fmt(d.delta.mean, 100, 2)} "
                 f"± {_fmt(d.delta.ci95, 100, 2)} (n={d.delta.n}, {d.verdict}; incomplete runs: {incomplete})"
             )
     console.print(f"report:  {result.report_path}")

@@ -191,9 +191,15 @@ def print_summary(summary) -> None:
 
 def arm_table(rows: list[dict]) -> Table:
     """Comparison studies: each arm's tuned config (chosen on validation) and its final runs."""
-    table = Table(title="arms: tuned on validation, then re-run per final seed")
-    for column in ("arm", "tuned config", "tuning val", "final runs", "final val", "final test"):
-        table.add_column(column, justify="left" if column in ("arm", "tuned config") else "right")
+    table = Table(
+        title="arms: tuned on validation, then re-run per final seed (top-1 %; val, test: final runs' mean)"
+    )
+    # The arm names the row and the numbers are short: neither is cut. The config takes the rest,
+    # one parameter per line.
+    table.add_column("arm", no_wrap=True)
+    table.add_column("tuned config", overflow="fold", ratio=1)
+    for column in ("tuning val", "runs", "val", "test"):
+        table.add_column(column, justify="right", no_wrap=True)
 
     def pct(value) -> str:
         return "—" if value is None else f"{100 * value:.2f}"
@@ -201,7 +207,7 @@ def arm_table(rows: list[dict]) -> Table:
     for row in rows:
         point = row["point"]
         config = (
-            ", ".join(f"{k.rsplit('.', 1)[-1]}={_short(v)}" for k, v in point.items()) if point else "none"
+            "\n".join(f"{k.rsplit('.', 1)[-1]}={_short(v)}" for k, v in point.items()) if point else "none"
         )
         table.add_row(
             "/".join(part.split("=", 1)[-1] for part in row["arm"].split(",")),  # attention/ode

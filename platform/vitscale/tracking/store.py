@@ -5,6 +5,7 @@ analysis share these so the layout in `tracking.layout` is written in one place.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import time
@@ -54,6 +55,21 @@ def resolve_tracking_uri(given: str | None = None, configured: str | None = None
     """The store to use: `given` (a flag), else $VITSCALE_TRACKING_URI, else `configured` (a study's
     `tracking.uri`), else sqlite:///mlflow.db."""
     return given or os.environ.get(layout.TRACKING_URI_ENV) or configured or layout.DEFAULT_TRACKING_URI
+
+
+@contextlib.contextmanager
+def quiet_artifact_progress():
+    """MLflow draws a tqdm bar for every artifact download, even of one small file, into the
+    terminal of `analyze` and into trial logs; off for the duration (a value the user set wins)."""
+    key = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+    if key in os.environ:
+        yield
+        return
+    os.environ[key] = "false"
+    try:
+        yield
+    finally:
+        os.environ.pop(key, None)
 
 
 def refuse_file_store(uri: str) -> None:

@@ -101,7 +101,8 @@ def download_checkpoint(client, run_id: str, destination: Path) -> Path:
         )
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=destination) as tmp:
-        local = client.download_artifacts(run_id, f"{CHECKPOINT_ARTIFACT}/{CHECKPOINT_FILE}", tmp)
+        with store.quiet_artifact_progress():
+            local = client.download_artifacts(run_id, f"{CHECKPOINT_ARTIFACT}/{CHECKPOINT_FILE}", tmp)
         shutil.copyfile(local, target.with_suffix(".tmp"))
     target.with_suffix(".tmp").replace(target)
     model = unflatten_params({k[6:]: v for k, v in run.data.params.items() if k.startswith("model.")})
@@ -198,7 +199,8 @@ def load_from_mlflow(run_id: str, tracking_uri: str | None = None, map_location:
     """
     client = store.client_for(tracking_uri or DEFAULT_TRACKING_URI)
     with tempfile.TemporaryDirectory() as tmp:
-        local = client.download_artifacts(run_id, f"{CHECKPOINT_ARTIFACT}/{CHECKPOINT_FILE}", tmp)
+        with store.quiet_artifact_progress():
+            local = client.download_artifacts(run_id, f"{CHECKPOINT_ARTIFACT}/{CHECKPOINT_FILE}", tmp)
         state = load_checkpoint(Path(local), map_location=map_location)
     config = state.model_config
     if config is None:  # older checkpoints: the run's model.* params

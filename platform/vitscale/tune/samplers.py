@@ -7,7 +7,15 @@ from collections.abc import Callable
 
 import optuna
 
-warnings.filterwarnings("ignore", message=".*constant_liar.*", category=optuna.exceptions.ExperimentalWarning)
+# The TPE options we choose on purpose are still flagged experimental; say so once here, not on
+# every study run. Optuna's INFO lines ("A new study created in RDB ...") are noise in a study's
+# terminal too: the study's own summary says what ran.
+warnings.filterwarnings(
+    "ignore",
+    message=r".*``(constant_liar|group|multivariate)``.*",
+    category=optuna.exceptions.ExperimentalWarning,
+)
+optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
 def _tpe(seed: int | None, n_objectives: int, concurrent: bool = False) -> optuna.samplers.BaseSampler:
