@@ -50,3 +50,10 @@ def test_a_file_store_tracking_uri_is_one_line_before_any_run(uri, monkeypatch, 
         lines = assert_user_contract(run_cli("train", "--epochs", "1", "--tracking-uri", uri))
     assert len(lines) == 1 and f"tracking URI {uri!r}" in lines[0] and "sqlite:///" in lines[0], lines
     assert not (tmp_path / "mlruns").exists()
+
+
+def test_a_superscript_digit_in_a_set_path_is_a_key_not_a_crash():
+    """'²'.isdigit() is True but int('²') raises: `--set ²=-1` was a ValueError traceback."""
+    result = run_cli("study", "validate", str(ROOT / "studies/quickstart.yaml"), "--set", "²=-1")
+    (line,) = assert_user_contract(result)
+    assert line.split("quickstart.yaml: ", 1)[1].startswith("²: unknown key; known keys: name, "), line

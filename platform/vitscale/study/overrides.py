@@ -48,7 +48,7 @@ def split_path(path: str) -> list[str | int]:
         return ["space", rest]
     parts: list[str | int] = []
     for piece in _INDEX.sub(r".\1", path).split("."):
-        parts.append(int(piece) if piece.isdigit() else piece)
+        parts.append(int(piece) if piece.isascii() and piece.isdigit() else piece)  # not "²"
     return parts
 
 

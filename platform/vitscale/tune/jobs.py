@@ -70,7 +70,7 @@ def status(address: str | None, job_id: str | None, tracking_uri: str | None = N
         if study:
             uri = meta.get(META_URI) or fallback_uri
             done, planned = progress.of(uri, ident, meta.get(META_EXPERIMENT))
-            planned = int(meta[META_TRIALS]) if meta.get(META_TRIALS, "").isdigit() else planned
+            planned = int(meta[META_TRIALS]) if _is_count(meta.get(META_TRIALS, "")) else planned
         end = job.end_time or (time.time() * 1000 if job.start_time else None)
         rows.append(
             {
@@ -129,7 +129,7 @@ class _Progress:
                     children = child_runs(client, parent.info.experiment_id, parent.info.run_id)
                     done = sum(r.data.tags.get(layout.STATUS) in DONE for r in children)
                     planned = parent.data.tags.get(layout.PLANNED_TRIALS, "")
-                    return done, int(planned) if planned.isdigit() else None
+                    return done, int(planned) if _is_count(planned) else None
         except Exception:  # MLflow's errors vary by store; progress is best effort
             return None, None
         return None, None
@@ -161,6 +161,11 @@ def lines(rows: list[dict], width: int = 100) -> list[str]:
         ]
         out.append("  ".join(parts).rstrip())
     return out
+
+
+def _is_count(text: str) -> bool:
+    """'24' yes; '²' no (str.isdigit accepts it, int() does not)."""
+    return text.isascii() and text.isdigit()
 
 
 def _iso(ms: int | None) -> str | None:
