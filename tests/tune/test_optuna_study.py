@@ -130,3 +130,18 @@ def test_execution_storage_reads_the_recorded_rdb_else_the_default_file(tmp_path
     assert execution_storage(recorded) == "postgresql://db/optuna"
     assert execution_storage(default) == f"sqlite:///{default / DB_FILE}"
     assert execution_storage(grid) == ""
+
+
+def test_every_sampler_the_spec_accepts_is_registered_and_every_registered_one_accepted():
+    """The spec's `search.algorithm` Literal sits below tune in the layering, so it cannot read
+    SAMPLERS: this test is what keeps the two lists one (a new sampler = its function + both names)."""
+    from typing import get_args
+
+    import optuna
+
+    from vitscale.study.spec import SearchConfig
+    from vitscale.tune.samplers import SAMPLERS
+
+    accepted = set(get_args(SearchConfig.model_fields["algorithm"].annotation))
+    assert accepted == set(SAMPLERS) | {"grid"}
+    assert all(isinstance(make(0, 1), optuna.samplers.BaseSampler) for make in SAMPLERS.values())
