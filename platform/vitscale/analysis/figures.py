@@ -266,7 +266,7 @@ def resolution_figure(
             va="bottom",
             ha="left",
         )
-    legend(ax)
+    legend(ax, beside=bool(marks))  # inside, "best" placement dodges lines but not the crossover notes
     return save(fig, out_dir, name)
 
 

@@ -59,9 +59,10 @@ def bounded(ys: np.ndarray, half: np.ndarray, low: float, high: float) -> np.nda
     return np.vstack([np.minimum(half, np.maximum(ys - low, 0)), np.minimum(half, np.maximum(high - ys, 0))])
 
 
-def legend(ax) -> None:
-    """Beside the axes when there are many series (a mixer x regime zoo), else inside."""
-    many = len(ax.get_legend_handles_labels()[0]) > 8
+def legend(ax, beside: bool = False) -> None:
+    """Beside the axes when there are many series (a mixer x regime zoo) or when asked (the axes
+    carry text the legend must not cover), else inside."""
+    many = beside or len(ax.get_legend_handles_labels()[0]) > 8
     kw = (
         {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0.0}
         if many
