@@ -9,6 +9,7 @@ import time
 from collections import Counter
 
 import pytest
+from mlflow import MlflowClient
 from study_helpers import child_runs, parent_runs, start_vitscale, vitscale, write_study
 
 pytestmark = pytest.mark.slow
@@ -126,6 +127,23 @@ def test_preflight_refuses_a_gpu_trial_on_a_cpu_cluster(tmp_path):
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "resources" in errors[0] and "1 GPU" in errors[0]
     assert "Traceback" not in proc.stderr
+
+
+def test_a_storage_folder_that_cannot_be_made_is_one_line_and_no_mlflow_run(tmp_path):
+    """A FileNotFoundError traceback before, after the study's parent run was already in MLflow."""
+    study = write_study(tmp_path, "unwritable-storage")
+    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    proc = vitscale(
+        "study", "run", str(study), "--tracking-uri", uri, "--storage", str(blocked / "results"),
+        "--num-cpus", "1", cwd=tmp_path, check=False,
+    )  # fmt: skip
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert proc.returncode == 2 and len(errors) == 1, proc.stderr[-3000:]
+    assert f"storage: cannot create {blocked / 'results' / 'unwritable-storage'}" in errors[0]
+    assert "Traceback" not in proc.stderr
+    assert MlflowClient(tracking_uri=uri).get_experiment_by_name("unwritable-storage") is None
 
 
 def test_driver_killed_mid_study_then_resume_finishes_exactly_the_plan(tmp_path):

@@ -106,6 +106,7 @@ def run_study(
     cluster.connect(address, num_cpus=num_cpus)
     cluster.preflight(spec.resources.cpu, spec.resources.gpu, allow_autoscale)
     storage_mod.check_shared(directory.parent.parent)
+    storage_mod.make_execution_folder(directory)  # teachers/ goes in it next
 
     # A teacher named by run id, models:/ URI or `best_of` another study is resolved now, once, into
     # the execution folder (every node sees it); the saved spec keeps it for resume.
@@ -125,7 +126,6 @@ def run_study(
     )
     jobs.tag_parent_run(client, parent_run_id, planned=count_trials(spec))
     optuna_storage = optuna_study.storage_for(spec, directory, continue_search)
-    directory.mkdir(parents=True, exist_ok=True)  # teachers/ may be there already
     execution = StudyExecution(directory, spec, uri, experiment_id, parent_run_id, optuna_storage, source)
     execution.save()
     if spec.kind == "comparison":
