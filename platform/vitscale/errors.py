@@ -21,6 +21,17 @@ class UserError(Exception):
     """A mistake the user can fix; the message names the key or path and the fix."""
 
 
+def make_folder(path, key: str) -> None:
+    """`mkdir -p path`, or a UserError naming `key` (the flag or study key that gave the path) and
+    why: a folder the user named that cannot be made is bad input, not a traceback."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(
+            f"{key}: cannot create {path} ({exc.strerror or exc}); pass a writable folder"
+        ) from None
+
+
 class TrialFailure(Exception):
     """One trial cannot go on; recorded as FAILED with `reason`, the study continues."""
 

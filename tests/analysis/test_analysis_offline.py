@@ -94,3 +94,7 @@ def test_snapshot_errors_are_user_errors(tmp_path: Path):
     snap = write_snapshot(StudyRuns("offline", "train", table), tmp_path / "runs.parquet")
     with pytest.raises(UserError, match="holds study 'offline', not 'other'"):
         analyze("other", out=tmp_path / "o", from_parquet=snap)
+    blocked = tmp_path / "a-file"  # an --out that cannot be made was a FileNotFoundError traceback
+    blocked.write_text("not a folder")
+    with pytest.raises(UserError, match=r"^--out: cannot create .*a-file/out \(Not a directory\)"):
+        analyze("offline", out=blocked / "out", from_parquet=snap)

@@ -57,3 +57,16 @@ def test_a_superscript_digit_in_a_set_path_is_a_key_not_a_crash():
     result = run_cli("study", "validate", str(ROOT / "studies/quickstart.yaml"), "--set", "²=-1")
     (line,) = assert_user_contract(result)
     assert line.split("quickstart.yaml: ", 1)[1].startswith("²: unknown key; known keys: name, "), line
+
+
+def test_a_folder_that_cannot_be_made_is_one_line_naming_its_flag(tmp_path):
+    """--checkpoint-dir under a file (or in /proc) was a FileNotFoundError traceback."""
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    with mock.patch("vitscale.train.resume.fit", side_effect=AssertionError("trained")):
+        lines = assert_user_contract(
+            run_cli("train", "--epochs", "1", "--no-track", "--checkpoint-dir", str(blocked / "ckpt"))
+        )
+    assert lines == [
+        f"--checkpoint-dir: cannot create {blocked / 'ckpt'} (Not a directory); pass a writable folder"
+    ]

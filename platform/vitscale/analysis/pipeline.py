@@ -44,7 +44,7 @@ from vitscale.analysis.result import AnalysisResult
 from vitscale.analysis.runs import StudyRuns, load_study_runs
 from vitscale.analysis.snapshot import read_snapshot, write_snapshot
 from vitscale.analysis.tuning import add_tuning
-from vitscale.errors import UserError
+from vitscale.errors import UserError, make_folder
 from vitscale.tracking import store
 
 
@@ -82,7 +82,7 @@ def analyze(
     with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
         step = progress.add_task(f"analyze {study}: reading runs", total=7)
         source = _read(study, tracking_uri, from_parquet, experiment)
-        out_dir.mkdir(parents=True, exist_ok=True)
+        make_folder(out_dir, "--out")
         runs_path = out_dir / "runs.parquet"
         if from_parquet is None or Path(from_parquet).resolve() != runs_path.resolve():
             write_snapshot(source, runs_path)

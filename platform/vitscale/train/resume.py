@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from vitscale.errors import UserError
+from vitscale.errors import UserError, make_folder
 from vitscale.tracking import queued, store
 from vitscale.train.checkpoint import find_checkpoint, load_checkpoint
 from vitscale.train.config import TrialConfig
@@ -85,6 +85,8 @@ def check_checkpoint_dir(checkpoint_dir: Path | None, resume: bool) -> None:
     """`resume` needs a folder holding a checkpoint; a fresh run must not overwrite one."""
     if resume and checkpoint_dir is None:
         raise UserError("--resume: needs --checkpoint-dir, the folder holding the checkpoint")
+    if checkpoint_dir is not None:
+        make_folder(checkpoint_dir, "--checkpoint-dir")
     if resume and find_checkpoint(checkpoint_dir) is None:
         raise UserError(f"--resume: {checkpoint_dir} holds no checkpoint.pt; train without --resume first")
     if not resume and find_checkpoint(checkpoint_dir) is not None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from ray import tune
 
-from vitscale.errors import UserError
+from vitscale.errors import UserError, make_folder
 from vitscale.study import StudySpec, count_trials, dump_spec, load_study, spec_hash
 from vitscale.tracking import queued, store
 from vitscale.train.from_mlflow import resolve_spec_teachers
@@ -106,7 +106,7 @@ def run_study(
     cluster.connect(address, num_cpus=num_cpus)
     cluster.preflight(spec.resources.cpu, spec.resources.gpu, allow_autoscale)
     storage_mod.check_shared(directory.parent.parent)
-    storage_mod.make_execution_folder(directory)  # teachers/ goes in it next
+    make_folder(directory, "storage")  # before any MLflow run; teachers/ goes in it next
 
     # A teacher named by run id, models:/ URI or `best_of` another study is resolved now, once, into
     # the execution folder (every node sees it); the saved spec keeps it for resume.

@@ -69,18 +69,6 @@ def resolve(storage: str) -> Path:
     return root
 
 
-def make_execution_folder(directory: Path) -> None:
-    """Create a new execution's folder, or say in one line why it cannot be: before any MLflow run
-    exists, so a bad --storage leaves nothing behind."""
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(
-            f"storage: cannot create {directory} ({exc.strerror or exc}); pass a writable --storage "
-            "(or set storage: in the study)"
-        ) from None
-
-
 @dataclass(frozen=True)
 class NodeReply:
     """What the probe on one node found."""
