@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import time
 from pathlib import Path
 from unittest import mock
 
@@ -70,3 +72,16 @@ def test_a_folder_that_cannot_be_made_is_one_line_naming_its_flag(tmp_path):
     assert lines == [
         f"--checkpoint-dir: cannot create {blocked / 'ckpt'} (Not a directory); pass a writable folder"
     ]
+
+
+def test_an_address_where_nothing_listens_is_one_line_in_seconds_not_minutes(monkeypatch, tmp_path):
+    """`ray.init(address=...)` retried an address with no Ray behind it for minutes (a hang)."""
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.chdir(tmp_path)
+    start = time.monotonic()
+    result = run_cli("study", "run", str(ROOT / "studies/quickstart.yaml"), "--address", f"127.0.0.1:{port}")
+    (line,) = assert_user_contract(result)
+    assert line.startswith(f"--address: cannot connect to the Ray cluster at '127.0.0.1:{port}' (")
+    assert time.monotonic() - start < 30 and not list(tmp_path.glob("ray_results/*/*"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 
 from vitscale.errors import UserError
 
@@ -35,6 +36,25 @@ def _quiet_token_default_notice() -> None:
         setup_logger.addFilter(_not_the_token_default_notice)
 
 
+def _unreachable(address: str, reason: object) -> UserError:
+    return UserError(
+        f"--address: cannot connect to the Ray cluster at {address!r} ({reason}); start one "
+        "(infra/local/ray-up.sh, `ray up infra/ray/aws-gpu.yaml`) or drop --address to run locally"
+    )
+
+
+def _check_reachable(address: str, timeout_s: float = 10.0) -> None:
+    """One TCP connect to HOST:PORT first: `ray.init` keeps retrying an address where nothing
+    listens for minutes, which looks like a hang."""
+    host, _, port = address.split("://", 1)[-1].rpartition(":")
+    if not host or not (port.isascii() and port.isdigit()):
+        return  # "auto" and the like: Ray resolves them itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except (OSError, ValueError) as exc:
+        raise _unreachable(address, getattr(exc, "strerror", None) or exc) from None
+
+
 def connect(address: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None) -> None:
     """`ray.init` for this driver: in-process local Ray by default, a cluster with `address`."""
     import ray
@@ -46,15 +66,13 @@ def connect(address: str | None = None, num_cpus: int | None = None, num_gpus: i
     kwargs = dict(logging_level=logging.WARNING, log_to_driver=True, configure_logging=True)
     try:
         if address:
+            _check_reachable(address)
             ray.init(address=address, **kwargs)
         else:
             _quiet_token_default_notice()
             ray.init(num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False, **kwargs)
     except ConnectionError as exc:
-        raise UserError(
-            f"--address: cannot connect to the Ray cluster at {address!r} ({exc}); start one "
-            "(infra/local/ray-up.sh, `ray up infra/ray/aws-gpu.yaml`) or drop --address to run locally"
-        ) from None
+        raise _unreachable(address, exc) from None
 
 
 def node_capacities() -> list[dict[str, float]]:
