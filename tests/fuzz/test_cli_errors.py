@@ -85,3 +85,23 @@ def test_an_address_where_nothing_listens_is_one_line_in_seconds_not_minutes(mon
     (line,) = assert_user_contract(result)
     assert line.startswith(f"--address: cannot connect to the Ray cluster at '127.0.0.1:{port}' (")
     assert time.monotonic() - start < 30 and not list(tmp_path.glob("ray_results/*/*"))
+
+
+@pytest.mark.parametrize(
+    ("record", "why"),
+    [
+        ("{trunc", "cannot read this execution's record"),
+        ('{"x": 1}', "no 'spec'"),
+        ("[1]", "not an execution"),
+    ],
+)
+def test_a_damaged_execution_record_is_one_line_for_resume_and_dashboard(tmp_path, record, why):
+    """A truncated or edited vitscale-study.json was a JSONDecodeError traceback."""
+    folder = tmp_path / "q" / "20260101-000000"
+    folder.mkdir(parents=True)
+    (folder / "vitscale-study.json").write_text(record)
+    (tmp_path / "q" / "latest").write_text(folder.name + "\n")
+    (line,) = assert_user_contract(run_cli("study", "resume", "q", "--storage", str(tmp_path)))
+    assert line.startswith(f"{folder / 'vitscale-study.json'}: ") and why in line, line
+    (line,) = assert_user_contract(run_cli("dashboard", "q", "--storage", str(tmp_path)))  # reads one key
+    assert why in line or "has no Optuna study" in line, line

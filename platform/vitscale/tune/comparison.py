@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from vitscale.study.comparison import arm_key, arm_list, arm_study, final_study
 from vitscale.tracking import layout, queued, store
 from vitscale.tune.phase_callback import PhaseCallback
 from vitscale.tune.selection import choose
+from vitscale.tune.storage import read_state, write_state
 from vitscale.tune.summary import child_runs, close_completed, close_orphans, summarise
 from vitscale.tune.tuner import build_tuner, describe_trial, trainable_for
 
@@ -35,14 +35,11 @@ ARTIFACT = "comparison.json"
 
 
 def _load_state(directory: Path) -> dict:
-    path = directory / STATE_FILE
-    return json.loads(path.read_text()) if path.is_file() else {"choices": {}, "final_done": False}
+    return read_state(directory / STATE_FILE, default={"choices": {}, "final_done": False})
 
 
 def _save_state(directory: Path, state: dict) -> None:
-    tmp = directory / (STATE_FILE + ".tmp")
-    tmp.write_text(json.dumps(state, indent=2, default=str))
-    os.replace(tmp, directory / STATE_FILE)  # atomic: a kill never leaves half a file
+    write_state(directory / STATE_FILE, state)
 
 
 def _fit(execution, phase: str, phase_spec, callback, search=None, verbose: int = 1):

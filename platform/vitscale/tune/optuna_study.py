@@ -17,12 +17,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from vitscale.errors import UserError
 from vitscale.study.distributions import label
-from vitscale.tune.storage import LATEST_FILE, STATE_FILE
+from vitscale.tune.storage import LATEST_FILE, STATE_FILE, read_state
 
 DB_FILE = "optuna.db"
 
@@ -42,7 +41,7 @@ def _newest_execution(spec, directory: Path) -> Path | None:
 def execution_storage(directory: Path) -> str:
     """The RDB URL of the Optuna study an execution folder recorded ('' when it has none)."""
     state_file = directory / STATE_FILE
-    state = json.loads(state_file.read_text()) if state_file.is_file() else {}
+    state = read_state(state_file, default={})
     url = state.get("optuna_storage") or ""
     if not url and (directory / DB_FILE).is_file():
         url = f"sqlite:///{directory / DB_FILE}"

@@ -10,12 +10,12 @@ storage) and the check that every node sees it are `tune.storage`'s.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from ray import tune
 
 from vitscale.errors import UserError, make_folder
@@ -28,6 +28,7 @@ from vitscale.tune.comparison import run_comparison
 from vitscale.tune.storage import LATEST_FILE, STATE_FILE
 from vitscale.tune.summary import close_completed, close_orphans, summarise
 from vitscale.tune.tuner import build_tuner, trainable_for
+from vitscale.validation import error_lines
 
 
 @dataclass
@@ -51,21 +52,29 @@ class StudyExecution:
             "optuna_storage": self.optuna_storage,
             "source": self.source,
         }
-        (self.directory / STATE_FILE).write_text(json.dumps(state, indent=2))
+        storage_mod.write_state(self.directory / STATE_FILE, state)
         (self.directory.parent / LATEST_FILE).write_text(self.directory.name + "\n")
 
     @classmethod
     def load(cls, directory: Path) -> StudyExecution:
-        state = json.loads((directory / STATE_FILE).read_text())
-        return cls(
-            directory=directory,
-            spec=StudySpec.model_validate(state["spec"]),
-            tracking_uri=state["tracking_uri"],
-            experiment_id=state["experiment_id"],
-            parent_run_id=state["parent_run_id"],
-            optuna_storage=state.get("optuna_storage", ""),
-            source=state.get("source", ""),
-        )
+        path = directory / STATE_FILE
+        state = storage_mod.read_state(path)
+        try:
+            return cls(
+                directory=directory,
+                spec=StudySpec.model_validate(state["spec"]),
+                tracking_uri=state["tracking_uri"],
+                experiment_id=state["experiment_id"],
+                parent_run_id=state["parent_run_id"],
+                optuna_storage=state.get("optuna_storage", ""),
+                source=state.get("source", ""),
+            )
+        except (KeyError, TypeError, ValidationError) as exc:
+            why = "; ".join(error_lines(exc, "spec")) if isinstance(exc, ValidationError) else f"no {exc}"
+            raise UserError(
+                f"{path}: not a complete execution record ({why}); restore it, "
+                "or start a new execution with `vitscale study run`"
+            ) from None
 
 
 def _storage_root(spec, storage: str | None) -> Path:

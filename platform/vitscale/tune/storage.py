@@ -21,6 +21,7 @@ temp-dir rule can refuse a path.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from dataclasses import dataclass
@@ -38,6 +39,32 @@ ROOT_ENV = "VITSCALE_STORAGE_ROOT"  # the cluster's persistent (shared) base for
 JOB_DEFAULT_BASE = "~/vitscale"
 FIX = "put it on storage every node mounts: --set storage=/shared/path"
 PROBE_TIMEOUT_S = 120.0
+
+
+def read_state(path: Path, default: dict | None = None) -> dict:
+    """An execution's JSON record (`vitscale-study.json`, `comparison.json`); `default` when absent.
+    A damaged one (edited, truncated by a full disk) is one line naming it, not a traceback."""
+    if default is not None and not path.is_file():
+        return default
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(
+            f"{path}: cannot read this execution's record ({exc}); restore it, or start a new "
+            "execution with `vitscale study run`"
+        ) from None
+    if not isinstance(state, dict):
+        raise UserError(
+            f"{path}: not an execution record (a JSON object); restore it or start a new execution"
+        )
+    return state
+
+
+def write_state(path: Path, state: dict) -> None:
+    """Write an execution's JSON record atomically: a kill never leaves half a file to resume from."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(state, indent=2, default=str))
+    os.replace(tmp, path)
 
 
 def in_submitted_job() -> bool:
