@@ -30,7 +30,18 @@ BAD = [
     ({"width": 1 << 20, "heads": 1}, "width"),
     ({"image_size": 1 << 20}, "image_size"),
     ({"ssog": {"num_gaussians": 10**8}}, "ssog.num_gaussians"),
+    # a fixed-grid solve longer than max_num_steps: 4 million rk4 steps per forward ran for days
+    ({"regime": "ode", "ode": {"solver": "rk4", "step_size": 1e-6}}, "ode.step_size"),
+    (
+        {"regime": "ode", "depth": 8, "ode": {"solver": "euler", "step_size": 0.5, "max_num_steps": 15}},
+        "ode.step_size",
+    ),
 ]
+
+
+def test_a_fixed_grid_solve_of_exactly_max_num_steps_is_accepted() -> None:
+    ModelConfig(regime="ode", depth=4, ode={"solver": "rk4", "step_size": 0.004})  # 1000 steps
+    ModelConfig(regime="discrete", ode={"solver": "rk4", "step_size": 1e-6})  # not the active regime
 
 
 @pytest.mark.parametrize(("values", "field"), BAD, ids=[f for _, f in BAD])

@@ -132,6 +132,10 @@ class ModelConfig(BaseModel):
             raise ValueError(
                 f"image_size: {self.image_size} is not divisible by patch_size {self.patch_size}"
             )
+        for part in (registry.MIXERS[self.mixer], registry.REGIMES[self.regime]):
+            check = getattr(part, "check_config", None)  # rules spanning its settings and the core fields
+            if check is not None:
+                check(self)
         return self
 
     @classmethod

@@ -51,7 +51,12 @@ class OdeConfig(BaseModel):
     )
     t_end: float | None = Field(None, gt=0, description="integrate over [0, t_end]; default: depth")
     adjoint: bool = Field(False, description="backpropagate with the adjoint method (O(1) memory)")
-    max_num_steps: int = Field(1000, ge=1, description="adaptive solvers give up after this many steps")
+    max_num_steps: int = Field(
+        1000,
+        ge=1,
+        description="most steps of one solve: adaptive solvers give up after it, fixed-grid ones "
+        "(t_end / step_size) must fit in it",
+    )
     field_fp32: bool = Field(
         True,
         description="adaptive solvers evaluate the vector field in float32 even under bf16 autocast "
@@ -109,6 +114,22 @@ class NeuralOde(nn.Module):
         self.t_end = float(self.settings.t_end if self.settings.t_end is not None else config.depth)
         self.last_nfe: int | None = None
         self.nfe_count = 0  # every field evaluation so far, adjoint backward solves included
+
+    @staticmethod
+    def check_config(config: ModelConfig) -> None:
+        """A fixed-grid solve of more than max_num_steps steps (`--ode-step-size 1e-6`: 4 million
+        per forward) would run for days: refused when the config is validated, like any bad value."""
+        s: OdeConfig = config.settings("ode")
+        if s.solver not in FIXED_GRID_SOLVERS:
+            return
+        t_end = s.t_end if s.t_end is not None else config.depth
+        step = s.step_size if s.step_size is not None else 1.0
+        if t_end / step > s.max_num_steps:
+            raise ValueError(
+                f"ode.step_size: {step:g} over t_end {t_end:g} is {t_end / step:,.0f} {s.solver} steps per "
+                f"forward, more than ode.max_num_steps {s.max_num_steps}; take a larger step or raise "
+                "max_num_steps"
+            )
 
     def solver_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of torchdiffeq.odeint for these settings (nothing added)."""
