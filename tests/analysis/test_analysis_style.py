@@ -11,7 +11,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 
-from vitscale.analysis.figures import axes  # noqa: E402
+from vitscale.analysis.canvas import axes  # noqa: E402
 from vitscale.analysis.style import bounded, legend  # noqa: E402
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from vitscale.analysis.figures import axes, save
+from vitscale.analysis.canvas import axes, save
 
 MIN_RUNS = 4
 CSV_FILE = "importance.csv"
