@@ -14,7 +14,8 @@ import pytest
 from study_helpers import child_runs, parent_runs, start_vitscale, vitscale, write_study
 
 from vitscale.study import SpecError, count_trials, load_study
-from vitscale.study.comparison import arm_key, arm_list, arm_study
+from vitscale.study.comparison import arm_list, arm_study
+from vitscale.tracking.layout import arm_key
 from vitscale.tune.arm_asha import ArmASHA
 from vitscale.tune.selection import choose
 

@@ -20,6 +20,7 @@ from vitscale.analysis.aggregate import group_keys, mean_ci
 from vitscale.analysis.outcomes import outcome_counts, scored
 from vitscale.analysis.paired import PairedDelta, by_seed, paired_delta
 from vitscale.models.registry import BASELINE, regime_order
+from vitscale.tracking.layout import arm_display, parse_arm
 
 METRICS = ("val_top1", "test_top1")  # test is reported beside validation, never used to choose
 DEFAULT_REFERENCE = {"model.mixer": BASELINE}
@@ -61,18 +62,6 @@ class ArmDelta:
 
 def is_comparison(kind: str, table: pa.Table) -> bool:
     return kind == "comparison" or "final" in set(table.column("phase").to_pylist())
-
-
-def parse_arm(text: str) -> dict[str, str]:
-    """'model.mixer=ssog,model.regime=ode' -> {'model.mixer': 'ssog', 'model.regime': 'ode'}."""
-    pairs = [p.split("=", 1) for p in text.split(",") if "=" in p]
-    return {k.strip(): v.strip() for k, v in pairs}
-
-
-def arm_display(label: str) -> str:
-    """A label for people: 'model.mixer=ssog,model.regime=ode' -> 'ssog · ode' (CSVs keep the key)."""
-    key = parse_arm(label)
-    return " · ".join(key.values()) if key else label
 
 
 def comparison_arms(table: pa.Table) -> list[Arm]:

@@ -9,9 +9,10 @@ import json
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from vitscale.analysis.arms import METRICS, arm_display
+from vitscale.analysis.arms import METRICS
 from vitscale.analysis.markdown import outcomes, pm, table
 from vitscale.analysis.result import AnalysisResult
+from vitscale.tracking.layout import arm_display
 
 POLICY_TEXT = {
     "drop": "Runs that failed, were stopped early or were killed are **dropped** from these means and Δ "

@@ -14,7 +14,7 @@ from rich.table import Table
 from vitscale.cli.app import study_app
 from vitscale.cli.study_cmd import SetOption
 from vitscale.study import load_study
-from vitscale.tracking import store
+from vitscale.tracking import layout, store
 
 AddressOption = Annotated[
     str | None,
@@ -210,7 +210,7 @@ def arm_table(rows: list[dict]) -> Table:
             "\n".join(f"{k.rsplit('.', 1)[-1]}={_short(v)}" for k, v in point.items()) if point else "none"
         )
         table.add_row(
-            "/".join(part.split("=", 1)[-1] for part in row["arm"].split(",")),  # attention/ode
+            layout.arm_display(row["arm"], "/"),  # attention/ode
             config,
             pct(row["tuning_score"]),
             str(row["final_runs"]),

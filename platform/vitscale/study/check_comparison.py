@@ -8,10 +8,11 @@ from collections.abc import Callable, Iterable
 from pydantic import ValidationError
 
 from vitscale.study.check_space import check_structure
-from vitscale.study.comparison import arm_key, arm_list, arm_study
+from vitscale.study.comparison import arm_list, arm_study
 from vitscale.study.errors import Problem
 from vitscale.study.paths import lookup
 from vitscale.study.spec import StudySpec
+from vitscale.tracking.layout import arm_key
 from vitscale.validation import error_items
 
 

@@ -26,11 +26,6 @@ def arm_list(spec: StudySpec) -> list[Arm]:
     return [dict(zip(keys, values, strict=True)) for values in itertools.product(*(spec.arms or {}).values())]
 
 
-def arm_key(arm: Mapping[str, Any]) -> str:
-    """'model.mixer=ssog,model.regime=ode': the `vitscale.arm` tag (keys in the order of `arms:`)."""
-    return ",".join(f"{k}={v}" for k, v in arm.items())
-
-
 def arm_of(spec: StudySpec, point: Mapping[str, Any]) -> Arm:
     """The arm a point belongs to (its values of the `arms:` keys)."""
     return {k: point.get(k) for k in spec.arms or {}}

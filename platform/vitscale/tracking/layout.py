@@ -20,6 +20,11 @@ One experiment per study (`tracking.experiment`, default: the study name). In it
   with FAILURE_REASON `out_of_memory` (older runs: `oom`) for an out-of-memory configuration.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
 # Where runs go unless `--tracking-uri`, the environment or a study's `tracking.uri` says otherwise
 # (`tracking.store.resolve_tracking_uri` applies that order).
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
@@ -68,3 +73,20 @@ BENCH_METRICS = (
     "tokens",
     "params",
 )
+
+
+def arm_key(arm: Mapping[str, Any]) -> str:
+    """An arm's values -> its ARM tag: 'model.mixer=ssog,model.regime=ode' (keys in `arms:` order)."""
+    return ",".join(f"{k}={v}" for k, v in arm.items())
+
+
+def parse_arm(tag: str) -> dict[str, str]:
+    """An ARM tag -> its values: 'model.mixer=ssog,model.regime=ode' -> {'model.mixer': 'ssog', ...}."""
+    pairs = [p.split("=", 1) for p in tag.split(",") if "=" in p]
+    return {k.strip(): v.strip() for k, v in pairs}
+
+
+def arm_display(tag: str, sep: str = " · ") -> str:
+    """An ARM tag for people: 'model.mixer=ssog,model.regime=ode' -> 'ssog · ode' (CSVs keep the tag)."""
+    values = parse_arm(tag)
+    return sep.join(values.values()) if values else tag

@@ -22,8 +22,9 @@ from pathlib import Path
 from ray import tune
 
 from vitscale.errors import UserError
-from vitscale.study.comparison import arm_key, arm_list, arm_study, final_study
+from vitscale.study.comparison import arm_list, arm_study, final_study
 from vitscale.tracking import layout, queued, store
+from vitscale.tracking.layout import arm_key
 from vitscale.tune.phase_callback import PhaseCallback
 from vitscale.tune.selection import choose
 from vitscale.tune.storage import read_state, write_state

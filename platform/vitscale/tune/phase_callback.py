@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from vitscale.study.comparison import arm_key
 from vitscale.tracking import layout, store
+from vitscale.tracking.layout import arm_key
 from vitscale.tracking.tune_callback import MlflowStudyCallback
 
 
