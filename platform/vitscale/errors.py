@@ -3,8 +3,10 @@
 `UserError` is anything the user can fix (a spec key, a path, a flag, an unreachable
 service): the CLI prints its message as one line and exits with code 2. Everything else
 is a bug and keeps its traceback. `TrialFailure` subclasses end one trial, never a study;
-`DataError` is both.
+`DataError` is both. `make_folder` turns a folder the user named that cannot be made into one.
 """
+
+from pathlib import Path
 
 # The failure reason of a trial or a benchmark configuration that ran out of memory (MLflow tag
 # vitscale.failure_reason, a bench record's status). Benchmarks wrote `oom` before: readers accept both.
@@ -21,7 +23,7 @@ class UserError(Exception):
     """A mistake the user can fix; the message names the key or path and the fix."""
 
 
-def make_folder(path, key: str) -> None:
+def make_folder(path: Path, key: str) -> None:
     """`mkdir -p path`, or a UserError naming `key` (the flag or study key that gave the path) and
     why: a folder the user named that cannot be made is bad input, not a traceback."""
     try:

@@ -94,10 +94,11 @@ def _refuse_empty_splits(config: DataConfig, n_train: int, n_val: int, n_test: i
     if not empty:
         return
     where = f"{config.dataset} at {config.root}" if config.root else config.dataset
+    splits = " and ".join(empty) + (" splits" if len(empty) > 1 else " split")
     raise DataError(
-        f"data: {where} leaves the {' and '.join(empty)} split{'s' if len(empty) > 1 else ''} empty ({n_train} train, {n_val} val, "
-        f"{n_test} test images); give each class at least 3 images (2 training images with a "
-        "test/ folder), or raise data.val_fraction"
+        f"data: {where} leaves the {splits} empty ({n_train} train, {n_val} val, {n_test} test "
+        "images); give each class at least 3 images (2 training images with a test/ folder), or "
+        "raise data.val_fraction"
     )
 
 

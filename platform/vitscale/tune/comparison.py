@@ -24,7 +24,6 @@ from ray import tune
 from vitscale.errors import UserError
 from vitscale.study.comparison import arm_list, arm_study, final_study
 from vitscale.tracking import layout, queued, store
-from vitscale.tracking.layout import arm_key
 from vitscale.tune.phase_callback import PhaseCallback
 from vitscale.tune.selection import choose
 from vitscale.tune.storage import read_state, write_state
@@ -103,7 +102,7 @@ def run_comparison(execution, verbose: int = 1):
     objective = spec.objectives[0]
     live: set = set()
     for i, arm in enumerate(arm_list(spec)):
-        key = arm_key(arm)
+        key = layout.arm_key(arm)
         if key in state["choices"]:
             continue
         phase_spec = arm_study(spec, arm)

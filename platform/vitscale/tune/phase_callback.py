@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from vitscale.tracking import layout, store
-from vitscale.tracking.layout import arm_key
 from vitscale.tracking.tune_callback import MlflowStudyCallback
 
 
@@ -21,7 +20,7 @@ class PhaseCallback(MlflowStudyCallback):
 
     def _arm_tag(self, config: dict) -> str:
         values = self.arm or {k: (config.get("point") or {}).get(k) for k in self.arm_fields}
-        return arm_key(values)
+        return layout.arm_key(values)
 
     def run_id(self, trial) -> str:
         known = trial.trial_id in self._runs

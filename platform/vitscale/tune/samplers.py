@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import optuna
 
-# The TPE options and the QMC sampler we offer on purpose are still flagged experimental; say so once here, not on
-# every study run. Optuna's INFO lines ("A new study created in RDB ...") are noise in a study's
-# terminal too: the study's own summary says what ran.
+# The TPE options and the QMC sampler we offer on purpose are still flagged experimental: say so
+# once here, not on every study run. Optuna's INFO lines ("A new study created in RDB ...") are
+# noise in a study's terminal too: the study's own summary says what ran.
 warnings.filterwarnings(
     "ignore",
     message=r".*(``(constant_liar|group|multivariate)``|QMCSampler is experimental).*",
