@@ -37,6 +37,7 @@ def test_json_lists_one_object_per_resolution_with_exactly_the_keys(capsys, mixe
             "mixing_flops",
             "lipschitz_bound",
             "no_weight_decay",
+            "lr_scale",
             "config",
         }
     ] * 2
@@ -83,3 +84,23 @@ def test_model_options_are_reusable_by_other_commands() -> None:
     config = model_config({"ode": {"rtol": 1e-5}}, base={"width": 32, "heads": 4, "ode": {"solver": "bosh3"}})
     assert (config.width, config.ode.solver, config.ode.rtol) == (32, "bosh3", 1e-5)
     assert len({f.param for f in model_flags()}) == len(model_flags())
+
+
+@pytest.mark.parametrize(
+    ("mixer", "own"),
+    [("attention", {"attention": {"backend": "sdpa", "qk_norm": False}}), ("ssog", None)],
+)
+def test_looped_json_shows_each_arms_resolved_stabilisers_and_kernel_lr_scale(capsys, mixer, own) -> None:
+    """No regime default switches on a stabiliser for one mixer: both looped arms get the same
+    LayerScale, attention no QK-norm unless asked, SSoG its own kernel-lr scale; all resolved."""
+    code, out, _ = run(capsys, "--mixer", mixer, "--regime", "looped", *SMALL, "--json")
+    assert code == 0
+    (row,) = json.loads(out)
+    config = row["config"]
+    assert config["layer_scale"] == 0.1 and isinstance(config["pos_embed"], bool)
+    if own is not None:
+        assert {k: config[k] for k in own} == own and row["lr_scale"] == {}
+    else:
+        scale = config["ssog"]["kernel_lr_scale"]
+        assert scale == 10.0 and set(row["lr_scale"].values()) == {scale}
+        assert {n.rsplit(".", 1)[1] for n in row["lr_scale"]} == {"log_sigma", "offset"}

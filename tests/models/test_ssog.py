@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from vitscale.models import ModelConfig, build
 from vitscale.models.mixers.ssog import SSoG
 
 
@@ -86,3 +87,24 @@ def test_outputs_without_autograd_follow_parameter_changes(tiny) -> None:
     with torch.inference_mode():
         torch.testing.assert_close(mixer(x, (4, 4)), other(x, (4, 4)))
         torch.testing.assert_close(mixer(x[:, 1:], (4, 4)), other(x[:, 1:], (4, 4)))
+
+
+@pytest.mark.parametrize("side", [4, 7, 14])
+def test_initial_widths_span_half_a_token_to_the_grid_so_no_kernel_starts_as_the_identity(side):
+    """Widths relative to the grid: on a 4x4 grid fixed image fractions (0.03 of the side) gave
+    kernels whose self-weight exceeded 0.99 and whose width gradient was ~0."""
+    config = ModelConfig(mixer="ssog", width=32, heads=4, patch_size=4, image_size=4 * side)
+    mixer = build(config).blocks.blocks[0].mixer
+    sigma = mixer.log_sigma.exp()
+    assert sigma.min().item() == pytest.approx(0.5 / side, rel=1e-5)
+    assert sigma.max().item() == pytest.approx(1.0, rel=1e-5)
+    rows, _ = mixer.kernels((side, side))
+    self_weight = rows.diagonal(dim1=-2, dim2=-1).max().item()
+    assert self_weight < 0.9
+
+
+def test_initial_width_range_that_is_empty_on_the_grid_is_refused():
+    with pytest.raises(ValueError, match="ssog.sigma_min_tokens"):
+        ModelConfig(
+            mixer="ssog", patch_size=4, image_size=16, ssog={"sigma_min_tokens": 3, "sigma_max_grid": 0.5}
+        )

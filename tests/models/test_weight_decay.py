@@ -22,8 +22,9 @@ def _model(mixer: str, regime: str):
 def test_decayed_group_holds_only_weight_matrices(mixer, regime):
     model = _model(mixer, regime)
     optimizer = make_optimizer(model, TrainConfig(lr=1e-3, weight_decay=0.05))
-    decay, no_decay = optimizer.param_groups
-    assert decay["weight_decay"] == 0.05 and no_decay["weight_decay"] == 0.0
+    decay, *no_decay_groups = optimizer.param_groups
+    assert decay["weight_decay"] == 0.05 and {g["weight_decay"] for g in no_decay_groups} == {0.0}
+    no_decay = {"params": [p for g in no_decay_groups for p in g["params"]]}
     names = {id(p): n for n, p in model.named_parameters()}
     decayed = [names[id(p)] for p in decay["params"]]
     assert decayed and all(
@@ -72,3 +73,20 @@ def test_discrete_attention_is_the_standard_vit_by_default():
                               patch_size=16, image_size=224, num_classes=1000))  # fmt: skip
     assert sum(p.numel() for p in model.parameters()) == 5_717_416  # timm vit_tiny_patch16_224
     assert not any("gamma" in n or "q_norm" in n for n, _ in model.named_parameters())
+
+
+def test_ssog_kernel_widths_and_offsets_train_at_their_own_learning_rate():
+    """`model.ssog.kernel_lr_scale` multiplies the lr of log_sigma and offset only, and the schedule
+    keeps the ratio (LambdaLR scales every group's initial lr alike)."""
+    model = build(
+        ModelConfig(mixer="ssog", width=16, heads=2, depth=2, image_size=16, ssog={"kernel_lr_scale": 7.0})
+    )
+    optimizer = make_optimizer(model, TrainConfig(lr=1e-3, weight_decay=0.05))
+    names = {id(p): n for n, p in model.named_parameters()}
+    lr_of = {names[id(p)]: g["lr"] for g in optimizer.param_groups for p in g["params"]}
+    for name, lr in lr_of.items():
+        kernel = name.endswith(("log_sigma", "offset"))
+        assert lr == pytest.approx(7e-3 if kernel else 1e-3), name
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(1e-3)  # the lr the loop reports
+    attention = make_optimizer(_model("attention", "looped"), TrainConfig(lr=1e-3))
+    assert {g["lr"] for g in attention.param_groups} == {1e-3}

@@ -191,6 +191,21 @@ class ModelConfig(BaseModel):
         return float(regime or mixer or 0.0)
 
     @property
+    def resolved_pos_embed(self) -> bool:
+        """Whether the ViT adds a learned absolute position embedding, as built."""
+        if self.pos_embed is not None:
+            return self.pos_embed
+        return bool(registry.MIXERS[self.mixer].wants_pos_embed)
+
+    def resolved(self) -> ModelConfig:
+        """This config with the choices left to the mixer or regime made explicit (pos_embed,
+        layer_scale): what `model info` and MLflow show, so arms whose defaults differ are
+        compared on the values they were built with. Builds the same model."""
+        return self.model_copy(
+            update={"pos_embed": self.resolved_pos_embed, "layer_scale": self.resolved_layer_scale}
+        )
+
+    @property
     def grid(self) -> tuple[int, int]:
         side = self.image_size // self.patch_size
         return side, side

@@ -160,7 +160,8 @@ def lipschitz_bound(
 def describe_model(config: ModelConfig) -> tuple[dict[str, Any], int | None]:
     """({tokens, params, flops_per_image, mixing_flops (one mixer, one image), lipschitz_bound
     (mixers with a closed form; else None), no_weight_decay (parameter names AdamW leaves
-    undecayed), config}, ODE NFE).
+    undecayed), lr_scale (parameter name -> learning-rate multiplier, where not 1), config (with
+    the mixer's and regime's choices resolved: pos_embed, layer_scale)}, ODE NFE).
 
     Weights are initialised with seed 0 (the bound and an adaptive ODE's FLOPs depend on
     them); FLOPs of non-ODE models and mixing FLOPs are counted on the meta device.
@@ -177,5 +178,6 @@ def describe_model(config: ModelConfig) -> tuple[dict[str, Any], int | None]:
         "mixing_flops": mixing_flops(mixer, config.grid),
         "lipschitz_bound": lipschitz_bound(model) if has_lipschitz_bound(model) else None,
         "no_weight_decay": sorted(model.no_weight_decay()),
-        "config": config.model_dump(mode="json"),
+        "lr_scale": dict(sorted(model.lr_scales().items())),
+        "config": config.resolved().model_dump(mode="json"),
     }, model.last_nfe

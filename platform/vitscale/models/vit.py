@@ -99,7 +99,7 @@ class VisionTransformer(nn.Module):
         self.build_grid = config.grid
         self.patch_embed = nn.Conv2d(config.in_chans, config.width, config.patch_size, config.patch_size)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, config.width))
-        use_pos = mixer_cls.wants_pos_embed if config.pos_embed is None else config.pos_embed
+        use_pos = config.resolved_pos_embed
         tokens = self.num_prefix_tokens + self.build_grid[0] * self.build_grid[1]
         self.pos_embed = nn.Parameter(torch.zeros(1, tokens, config.width)) if use_pos else None
         self.blocks = REGIMES[config.regime](config, lambda: Block(config, mixer_cls(config)))
@@ -141,6 +141,18 @@ class VisionTransformer(nn.Module):
                 own = dict(module.named_parameters(recurse=False))
                 names |= {f"{prefix}.{n}" for n in module.no_weight_decay() if own.get(n) is not None}
         return names
+
+    def lr_scales(self) -> dict[str, float]:
+        """Learning-rate multipliers the parts declare through their own `lr_scale()` (SSoG: its
+        kernel widths and offsets); every other parameter trains at the recipe's lr (1.0)."""
+        scales: dict[str, float] = {}
+        for prefix, module in self.named_modules():
+            if module is not self and hasattr(module, "lr_scale"):
+                own = dict(module.named_parameters(recurse=False))
+                scales |= {
+                    f"{prefix}.{n}": float(v) for n, v in module.lr_scale().items() if own.get(n) is not None
+                }
+        return scales
 
     def grid_for(self, height: int, width: int) -> tuple[int, int]:
         """Token grid of an input size; rejects sizes the patch embedding would crop."""

@@ -206,7 +206,8 @@ class TrialConfig(BaseModel):
 def flatten(trial: TrialConfig) -> dict[str, Any]:
     """{'model.width': 64, 'train.betas': '[0.9, 0.999]', ...}: MLflow params, analysis columns.
 
-    Values are None, bool, int, float or str; sequences become JSON strings.
+    Values are None, bool, int, float or str; sequences become JSON strings. The model's choices
+    left to its mixer or regime are shown resolved (`ModelConfig.resolved`).
     """
     out: dict[str, Any] = {}
 
@@ -219,5 +220,7 @@ def flatten(trial: TrialConfig) -> dict[str, Any]:
         else:
             out[prefix] = value
 
-    walk("", trial.model_dump(mode="json"))
+    data = trial.model_dump(mode="json")
+    data["model"].update(trial.model.resolved().model_dump(mode="json", include={"pos_embed", "layer_scale"}))
+    walk("", data)
     return out

@@ -7,7 +7,9 @@ Parameters match timm's `Attention` (qkv with bias, proj), so ViT-Ti/S/B built w
 mixer have the standard parameter counts. Optional QK-norm (`model.attention.qk_norm`; Dehghani et
 al. 2023, ViT-22B; timm's `qk_norm`): a LayerNorm over each head's queries and keys bounds
 the attention logits, which otherwise sharpen fast when one block is applied many times
-(looped and ODE regimes); it adds 4·head_dim parameters per mixer.
+(looped and ODE regimes); it adds 4·head_dim parameters per mixer. It is off by default in every
+regime: it is attention's own stabiliser, so a comparison searches it inside the attention arm,
+as SSoG's arm searches its own knobs (`model.ssog`); no regime default favours one arm.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
 from vitscale.models.config import ModelConfig
-from vitscale.models.registry import REGIMES, register_mixer
+from vitscale.models.registry import register_mixer
 
 
 class AttentionSettings(BaseModel):
@@ -32,17 +34,11 @@ class AttentionSettings(BaseModel):
     backend: Literal["sdpa", "math"] = Field(
         "sdpa", description="fused F.scaled_dot_product_attention or explicit N x N weights"
     )
-    qk_norm: bool | None = Field(
-        None,
-        description="LayerNorm on queries and keys per head; default: the regime's choice "
-        "(discrete: off; looped, ode: on)",
+    qk_norm: bool = Field(
+        False,
+        description="LayerNorm on queries and keys per head (attention's own stabiliser; off in every "
+        "regime unless set or searched)",
     )
-
-
-def resolved_qk_norm(config: ModelConfig, settings: BaseModel | None = None) -> bool:
-    """Whether attention normalises queries and keys, as built: unset = the regime's default."""
-    value = (settings or config.settings("attention")).qk_norm
-    return bool(value if value is not None else REGIMES[config.regime].default_qk_norm)
 
 
 @register_mixer("attention", settings=AttentionSettings)
@@ -58,7 +54,7 @@ class Attention(nn.Module):
         self.scale = self.head_dim**-0.5
         self.backend = config.settings("attention").backend
         self.qkv = nn.Linear(config.width, 3 * config.width)
-        qk_norm = resolved_qk_norm(config)
+        qk_norm = config.settings("attention").qk_norm
         self.q_norm = nn.LayerNorm(self.head_dim, eps=1e-6) if qk_norm else nn.Identity()
         self.k_norm = nn.LayerNorm(self.head_dim, eps=1e-6) if qk_norm else nn.Identity()
         self.proj = nn.Linear(config.width, config.width)

@@ -14,7 +14,7 @@ Prefix (cls) tokens are queries over *all* tokens (prefix and grid) in one full 
 each: O(N·C), so they read the whole image at every layer, as in ViT. They are not sources for
 the grid tokens (axial lines are lines of the grid), which keeps the grid operator exactly
 axial. Parameters: attention's exactly — qkv (3·C² + 3·C) and proj (C² + C), 4·C² + 4·C per
-mixer — plus 4·head_dim with QK-norm (`model.axial.qk_norm`; default: the regime's, as for
+mixer — plus 4·head_dim with QK-norm (`model.axial.qk_norm`; off unless set, as for
 attention). Lipschitz bound: none in closed form (softmax of data-dependent logits): n/a.
 FLOPs per image: 4·N·(H + W)·C (rows and columns) + 4·P·(P + N)·C (prefix rows).
 """
@@ -30,7 +30,7 @@ from torch import Tensor, nn
 
 from vitscale.models.config import ModelConfig
 from vitscale.models.mixers.grid import prefix_count
-from vitscale.models.registry import REGIMES, register_mixer
+from vitscale.models.registry import register_mixer
 
 
 class AxialSettings(BaseModel):
@@ -41,8 +41,8 @@ class AxialSettings(BaseModel):
     order: Literal["rows_first", "columns_first"] = Field(
         "rows_first", description="attend along rows then columns, or the reverse"
     )
-    qk_norm: bool | None = Field(
-        None, description="LayerNorm on queries and keys per head; default: the regime's choice"
+    qk_norm: bool = Field(
+        False, description="LayerNorm on queries and keys per head (its own stabiliser; off unless set)"
     )
 
 
@@ -58,7 +58,7 @@ class AxialAttention(nn.Module):
         self.heads = config.heads
         self.head_dim = config.width // config.heads
         self.order = settings.order
-        qk_norm = settings.qk_norm if settings.qk_norm is not None else REGIMES[config.regime].default_qk_norm
+        qk_norm = settings.qk_norm
         self.qkv = nn.Linear(config.width, 3 * config.width)
         self.q_norm = nn.LayerNorm(self.head_dim, eps=1e-6) if qk_norm else nn.Identity()
         self.k_norm = nn.LayerNorm(self.head_dim, eps=1e-6) if qk_norm else nn.Identity()

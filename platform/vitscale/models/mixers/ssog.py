@@ -54,8 +54,6 @@ from torch import Tensor, nn
 from vitscale.models.config import ModelConfig
 from vitscale.models.registry import register_mixer
 
-SIGMA_RANGE = (0.03, 0.6)  # initial widths, as fractions of the image side
-
 
 def gaussian_kernels(length: int, log_sigma: Tensor, offset: Tensor | None) -> Tensor:
     """Row-normalised 1-D Gaussian kernels on a grid of `length` tokens.
@@ -78,6 +76,26 @@ class SSoGSettings(BaseModel):
 
     num_gaussians: int = Field(4, ge=1, le=1024, description="Gaussians per head and axis")
     offsets: bool = Field(True, description="learn Gaussian centre offsets")
+    kernel_lr_scale: float = Field(
+        10.0,
+        gt=0,
+        le=1000,
+        description="learning-rate multiplier of the kernel widths and offsets: under Adam every "
+        "parameter moves ~lr per step, a large step for a 0.02-scale weight and a tiny one for a "
+        "log-width of order 1",
+    )
+    sigma_min_tokens: float = Field(
+        0.5, gt=0, le=1 << 14, description="narrowest initial width, in tokens of the build grid"
+    )
+    sigma_max_grid: float = Field(
+        1.0, gt=0, le=16, description="widest initial width, as a fraction of the build grid's side"
+    )
+
+
+def initial_sigma_range(settings: SSoGSettings, grid_hw: tuple[int, int]) -> tuple[float, float]:
+    """(narrowest, widest) initial width in normalised coordinates (1 = the grid side)."""
+    side = min(grid_hw)
+    return settings.sigma_min_tokens / side, settings.sigma_max_grid
 
 
 @register_mixer("ssog", settings=SSoGSettings)
@@ -85,6 +103,17 @@ class SSoG(nn.Module):
     """Separable sum-of-Gaussians mixer; see the module docstring for the operator."""
 
     wants_pos_embed = False  # the kernels are functions of relative position already
+
+    @staticmethod
+    def check_config(config: ModelConfig) -> None:
+        """The initial widths must span a range on this grid: narrowest <= widest."""
+        s: SSoGSettings = config.settings("ssog")
+        side = min(config.grid)
+        if s.sigma_min_tokens > s.sigma_max_grid * side:
+            raise ValueError(
+                f"ssog.sigma_min_tokens: {s.sigma_min_tokens} tokens is wider than ssog.sigma_max_grid "
+                f"{s.sigma_max_grid} x the {side}-token grid side; lower it or raise sigma_max_grid"
+            )
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -95,8 +124,13 @@ class SSoG(nn.Module):
         self.build_grid = config.grid
         self.v = nn.Linear(config.width, config.width)
         self.out = nn.Linear(config.width, config.width)
-        # Widths spread geometrically over scales, interleaved so every head sees a range.
-        sigmas = torch.logspace(math.log10(SIGMA_RANGE[0]), math.log10(SIGMA_RANGE[1]), self.heads * k)
+        self.kernel_lr_scale = settings.kernel_lr_scale
+        # Widths spread geometrically from about half a token to the whole grid (in coordinates
+        # normalised to the grid), interleaved so every head sees a range. Fixed fractions of the
+        # image side left the narrowest kernels numerically the identity on small grids (their
+        # width gradient ~0, so they never moved).
+        lo, hi = initial_sigma_range(settings, config.grid)
+        sigmas = torch.logspace(math.log10(lo), math.log10(hi), self.heads * k)
         log_sigma = sigmas.log().reshape(k, self.heads).t()  # (heads, K)
         self.log_sigma = nn.Parameter(log_sigma.repeat(2, 1, 1))  # (axis: rows, cols; heads; K)
         self.offset = nn.Parameter(torch.zeros(2, self.heads, k)) if settings.offsets else None
@@ -108,6 +142,10 @@ class SSoG(nn.Module):
         """Kernel parameters are exempt: decay would pull every width towards sigma = 1 and the
         mixture towards 0 — a prior attention's weights do not get."""
         return ("log_sigma", "offset", "mix")
+
+    def lr_scale(self) -> dict[str, float]:
+        """Learning-rate multipliers of own parameters (the optimiser's groups, train.optimizer)."""
+        return {"log_sigma": self.kernel_lr_scale, "offset": self.kernel_lr_scale}
 
     def open_cache(self) -> None:
         self._cache_open, self._operand_cache = True, None

@@ -16,7 +16,6 @@ class Discrete(nn.Module):
 
     last_nfe: int | None = None
     default_layer_scale = 0.0  # model.layer_scale where unset
-    default_qk_norm = False  # model.qk_norm where unset
 
     def __init__(self, config: ModelConfig, make_block: Callable[[], nn.Module]) -> None:
         super().__init__()

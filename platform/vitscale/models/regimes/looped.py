@@ -20,7 +20,6 @@ class Looped(nn.Module):
 
     last_nfe: int | None = None
     default_layer_scale = 0.1  # model.layer_scale where unset
-    default_qk_norm = True  # model.qk_norm where unset
 
     def __init__(self, config: ModelConfig, make_block: Callable[[], nn.Module]) -> None:
         super().__init__()

@@ -105,7 +105,6 @@ class NeuralOde(nn.Module):
     """x(t_end) of dx/dt = block.residual(x), x(0) = tokens."""
 
     default_layer_scale = 0.1  # model.layer_scale where unset
-    default_qk_norm = True  # model.qk_norm where unset
 
     def __init__(self, config: ModelConfig, make_block: Callable[[], nn.Module]) -> None:
         super().__init__()
