@@ -14,7 +14,7 @@ import pytest
 from study_helpers import child_runs, parent_runs, start_vitscale, vitscale, write_study
 
 from vitscale.study import SpecError, count_trials, load_study
-from vitscale.study.comparison import arm_list, arm_study
+from vitscale.study.comparison import arm_list, arm_study, final_study
 from vitscale.tracking.layout import arm_key
 from vitscale.tune.arm_asha import ArmASHA
 from vitscale.tune.selection import choose
@@ -30,7 +30,7 @@ COMPARISON = {
         "model.ssog.num_gaussians": {"int": [1, 4], "when": {"model.mixer": "ssog"}},
     },
     "search": {"algorithm": "tpe", "num_samples": 2, "seeds": [0], "max_concurrent_trials": 2},
-    "final": {"seeds": [0, 1]},
+    "final": {"seeds": [100, 101]},
 }
 
 
@@ -41,10 +41,63 @@ def test_arms_are_every_combination_and_each_tunes_its_own_space():
         "model.mixer=attention,model.regime=discrete",
         "model.mixer=attention,model.regime=ode",
     ]
-    assert len(arms) == 4 and count_trials(spec) == 4 * 4 + 4 * 2
+    assert len(arms) == 4 and count_trials(spec) == 4 * 4 + 4 * 3
     study = arm_study(spec, arms[-1])
     assert study.kind == "train" and study.trial.model.mixer == "ssog" and study.trial.model.regime == "ode"
-    assert study.search == spec.search and set(study.space) == set(spec.space)
+    assert study.search.num_samples == spec.search.num_samples and study.search.seeds == spec.search.seeds
+    own = {k for k, p in spec.space.items() if "model.mixer" not in p.conditions()}
+    assert set(study.space) == own | {
+        "model.ssog.kernel_lr_scale",
+        "model.ssog.sigma_min_tokens",
+        "model.pos_embed",
+    }
+    assert "model.attention.qk_norm" in arm_study(spec, arms[0]).space
+
+
+def test_each_arm_samples_with_its_own_sampler_seed_and_the_same_budget():
+    """A shared sampler seed handed every arm the same random points (three of four arms of
+    tuned_quickstart picked the identical config)."""
+    spec = load_study(ROOT / "studies/tuned_quickstart.yaml")
+    studies = [arm_study(spec, arm) for arm in arm_list(spec)]
+    assert [s.search.sampler_seed for s in studies] == [spec.search.sampler_seed + i for i in range(4)]
+    assert {s.search.num_samples for s in studies} == {spec.search.num_samples}
+
+
+def test_final_seeds_that_also_tune_are_refused_in_one_line(tmp_path):
+    path = write_study(tmp_path, "cmp", **{**COMPARISON, "final": {"seeds": [0, 1, 2]}})
+    with pytest.raises(SpecError) as err:
+        load_study(path)
+    (line,) = [line for line in err.value.lines if "final.seeds" in line]
+    assert "[0] also tune" in line and "selection never saw" in line
+
+
+def test_tuning_runs_at_the_fidelity_and_the_final_phase_at_the_trials(tmp_path):
+    fidelity = {"data.num_train": 100, "train.epochs": 1}
+    data = {**COMPARISON, "search": {**COMPARISON["search"], "fidelity": fidelity}}
+    data["scheduler"] = {"type": "asha", "grace_period": 1}
+    spec = load_study(write_study(tmp_path, "cmp", **data))
+    tuning = arm_study(spec, arm_list(spec)[0])
+    assert tuning.trial.data.num_train == 100 and tuning.trial.train.epochs == 1
+    assert tuning.scheduler.max_t == 1 and tuning.search.fidelity is None
+    final = final_study(spec)
+    assert final.trial.data.num_train == spec.trial.data.num_train == 192
+    assert final.trial.train.epochs == spec.trial.train.epochs == 2
+
+
+@pytest.mark.parametrize(
+    ("fidelity", "message"),
+    [
+        ({"train.lr": 0.1}, "also in space"),
+        ({"model.mixer": "ssog"}, "also an arm key"),
+        ({"model.width": 16}, "the model is what the final phase re-runs"),
+        ({"data.nope": 1}, "not a field of the trial"),
+    ],
+)
+def test_a_fidelity_key_that_cannot_be_lowered_is_refused(tmp_path, fidelity, message):
+    data = {**COMPARISON, "search": {**COMPARISON["search"], "fidelity": fidelity}}
+    with pytest.raises(SpecError) as err:
+        load_study(write_study(tmp_path, "cmp", **data))
+    assert any("search.fidelity." in line and message in line for line in err.value.lines), err.value.lines
 
 
 def test_a_parameter_of_one_arm_is_not_searched_in_the_others(tmp_path):
@@ -168,10 +221,10 @@ def test_comparison_killed_in_its_final_phase_resumes_to_exactly_the_plan(tmp_pa
     }
     finals = [r for r in finished if r.data.tags["vitscale.phase"] == "final"]
     assert sorted((r.data.params["model.mixer"], r.data.params["train.seed"]) for r in finals) == [
-        ("attention", "0"),
-        ("attention", "1"),
-        ("ssog", "0"),
-        ("ssog", "1"),
+        ("attention", "100"),
+        ("attention", "101"),
+        ("ssog", "100"),
+        ("ssog", "101"),
     ]
     assert all("test_top1" in r.data.metrics for r in finals)
     assert all(r.data.tags["vitscale.status"] == "KILLED" for r in runs if r not in finished)

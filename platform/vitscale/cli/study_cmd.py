@@ -57,9 +57,11 @@ def trials_line(spec) -> str:
     if spec.kind == "comparison":
         tuning, final = planned_trials(spec)
         arms = len(arm_list(spec))
+        fidelity = spec.search.fidelity
+        at = f" at {', '.join(f'{k}={v}' for k, v in fidelity.items())}" if fidelity else ""
         return (
-            f"{n(tuning + final, 'trial')} = {n(arms, 'arm')} x ({n(tuning // arms, 'tuning trial')}"
-            f" + {n(len(spec.final.seeds), 'final seed')})"
+            f"{n(tuning + final, 'trial')} = {n(arms, 'arm')} x ({n(tuning // arms, 'tuning trial')}{at}"
+            f" + {n(len(spec.final.seeds), 'final seed')} at full fidelity)"
         )
     if spec.kind == "benchmark":
         what = n(len(grid_points(spec)), "configuration")

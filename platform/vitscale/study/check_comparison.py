@@ -27,6 +27,12 @@ def comparison_problems(
         for key in ("arms", "reference", "final"):
             if getattr(spec, key) is not None:
                 yield Problem(key, "only for kind: comparison")
+        if spec.search.fidelity:
+            yield Problem(
+                "search.fidelity",
+                "only for kind: comparison (its tuning phase runs at this fidelity, the final phase at "
+                "the trial's); a train study has no final phase: set the values in trial instead",
+            )
         return
     if not spec.arms:
         yield Problem(
@@ -35,7 +41,10 @@ def comparison_problems(
         return
     yield from _arm_keys(spec)
     if spec.final is None:
-        yield Problem("final", "required for kind: comparison, e.g. final: {seeds: [0, 1, 2]}")
+        yield Problem("final", "required for kind: comparison, e.g. final: {seeds: [100, 101, 102]}")
+    else:
+        yield from _disjoint_seeds(spec)
+    yield from _fidelity(spec)
     yield from _reference(spec)
     if len(spec.objectives) != 1 or not spec.objectives[0].metric.startswith("val_"):
         yield Problem(
@@ -61,6 +70,40 @@ def _arm_keys(spec: StudySpec) -> Iterable[Problem]:
             yield Problem(f"arms.{key}", "a value is listed twice")
     if len(arm_list(spec)) < 2:
         yield Problem("arms", "a comparison needs at least two arms")
+
+
+def _disjoint_seeds(spec: StudySpec) -> Iterable[Problem]:
+    """Training is deterministic: a final run on a tuning seed repeats the run selection picked as
+    the maximum, so its score is biased upwards, not a fresh draw."""
+    shared = sorted(set(spec.final.seeds) & set(spec.search.seeds or []))
+    if shared:
+        fresh = max([*spec.final.seeds, *(spec.search.seeds or [])]) + 1
+        suggestion = list(range(max(fresh, 100), max(fresh, 100) + len(spec.final.seeds)))
+        yield Problem(
+            "final.seeds",
+            f"{shared} also tune (search.seeds {spec.search.seeds}): final seeds must be ones selection "
+            f"never saw, e.g. final: {{seeds: {suggestion}}}",
+        )
+
+
+def _fidelity(spec: StudySpec) -> Iterable[Problem]:
+    for key in spec.search.fidelity or {}:
+        node = lookup(key)
+        if node is None or not node.is_leaf:
+            yield Problem(
+                f"search.fidelity.{key}", "not a field of the trial (e.g. data.num_train, train.epochs)"
+            )
+        elif key in spec.space:
+            yield Problem(
+                f"search.fidelity.{key}", "also in space: a searched value cannot be fixed for tuning"
+            )
+        elif key in (spec.arms or {}):
+            yield Problem(f"search.fidelity.{key}", "also an arm key: an arm is the same in both phases")
+        elif key.startswith("model."):
+            yield Problem(
+                f"search.fidelity.{key}",
+                "the model is what the final phase re-runs: tune at lower fidelity with data.* or train.* keys",
+            )
 
 
 def _reference(spec: StudySpec) -> Iterable[Problem]:

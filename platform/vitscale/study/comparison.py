@@ -2,9 +2,11 @@
 
 Comparing two arms each at one shared recipe measures the recipe as much as the arms (Melis et
 al. 2018). A comparison study tunes every arm (each combination of `arms:` values) with the same
-search budget on validation, then re-runs each arm's best configuration over `final.seeds` and
-evaluates it on test. This module turns the study into one plain `kind: train` study per arm;
-`vitscale.tune.comparison` runs them.
+search budget on validation — at `search.fidelity` where set (a cheaper trial: fewer images or
+epochs) and with its own sampler seed, so arms do not all draw the same points — then re-runs
+each arm's best configuration at full fidelity over `final.seeds` (disjoint from the tuning
+seeds) and evaluates it on test. This module turns the study into one plain `kind: train` study
+per arm; `vitscale.tune.comparison` runs them.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vitscale.study.paths import set_in
-from vitscale.study.spec import SchedulerConfig, StudySpec
+from vitscale.study.spec import SchedulerConfig, StudySpec, max_epochs
 from vitscale.train.config import TrialConfig
 
 Arm = dict[str, Any]
@@ -31,17 +33,24 @@ def arm_of(spec: StudySpec, point: Mapping[str, Any]) -> Arm:
     return {k: point.get(k) for k in spec.arms or {}}
 
 
-def is_reference(spec: StudySpec, arm: Mapping[str, Any]) -> bool:
-    return all(arm.get(k) == v for k, v in (spec.reference or {}).items())
-
-
-def _arm_trial(spec: StudySpec, arm: Mapping[str, Any]):
-    """The base trial with the arm's values set (validated: an arm must build a valid trial)."""
+def _arm_trial(spec: StudySpec, arm: Mapping[str, Any], fidelity: Mapping[str, Any] | None = None):
+    """The base trial with the arm's values (and the tuning fidelity) set; validated: an arm must
+    build a valid trial."""
     data = spec.trial.model_dump(mode="python")
     data["model"].pop("image_size", None)
-    for key, value in arm.items():
+    for key, value in {**arm, **(fidelity or {})}.items():
         set_in(data, key, value)
     return TrialConfig.model_validate(data)
+
+
+def _arm_search(spec: StudySpec, arm: Mapping[str, Any]):
+    """The arm's own search: the same budget, its own sampler seed (the study's + the arm's index),
+    so a seeded sampler does not hand every arm the same points; no fidelity (already applied)."""
+    search = spec.search
+    seed = search.sampler_seed
+    if seed is not None:
+        seed += [dict(a) for a in arm_list(spec)].index(dict(arm))
+    return search.model_copy(update={"sampler_seed": seed, "fidelity": None})
 
 
 def _arm_space(spec: StudySpec, arm: Mapping[str, Any]) -> dict:
@@ -54,23 +63,37 @@ def _arm_space(spec: StudySpec, arm: Mapping[str, Any]) -> dict:
 
 
 def arm_study(spec: StudySpec, arm: Mapping[str, Any]) -> StudySpec:
-    """The tuning study of one arm: kind train, the arm fixed in the trial, the same budget."""
+    """The tuning study of one arm: kind train, the arm (and the tuning fidelity) fixed in the
+    trial, the same budget; early stopping's last rung follows the tuning trial's epochs."""
+    study = spec.model_copy(
+        update={
+            "kind": "train",
+            "arms": None,
+            "reference": None,
+            "final": None,
+            "trial": _arm_trial(spec, arm, spec.search.fidelity),
+            "space": _arm_space(spec, arm),
+            "search": _arm_search(spec, arm),
+        }
+    )
+    if spec.search.fidelity and study.scheduler.max_t is not None:
+        top = min(study.scheduler.max_t, max_epochs(study))
+        study = study.model_copy(update={"scheduler": study.scheduler.model_copy(update={"max_t": top})})
+    return study
+
+
+def final_study(spec: StudySpec) -> StudySpec:
+    """The study the final runs resolve against: points are {arm keys..., tuned keys...}."""
+    search = spec.search.model_copy(update={"fidelity": None})
     return spec.model_copy(
         update={
             "kind": "train",
             "arms": None,
             "reference": None,
             "final": None,
-            "trial": _arm_trial(spec, arm),
-            "space": _arm_space(spec, arm),
+            "scheduler": _fifo(),
+            "search": search,
         }
-    )
-
-
-def final_study(spec: StudySpec) -> StudySpec:
-    """The study the final runs resolve against: points are {arm keys..., tuned keys...}."""
-    return spec.model_copy(
-        update={"kind": "train", "arms": None, "reference": None, "final": None, "scheduler": _fifo()}
     )
 
 

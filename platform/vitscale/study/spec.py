@@ -47,6 +47,12 @@ class SearchConfig(_Section):
         None,
         description="samplers: configurations ({space key: value}) evaluated first (Optuna enqueue_trial)",
     )
+    fidelity: dict[str, Any] | None = Field(
+        None,
+        description="comparison: trial values of the tuning phase only ({dotted trial path: value}, "
+        "e.g. {data.num_train: 10000, train.epochs: 4}): each arm is tuned on this cheaper trial, "
+        "its best point re-run at full fidelity in the final phase",
+    )
 
 
 class Objective(_Section):
@@ -82,7 +88,9 @@ class FailureConfig(_Section):
 
 class FinalConfig(_Section):
     seeds: list[int] = Field(
-        min_length=1, description="comparison: each arm's best config is re-run once per seed, then tested"
+        min_length=1,
+        description="comparison: each arm's best config is re-run once per seed, then tested; disjoint "
+        "from search.seeds (a tuning seed's run is the selected maximum, not a fresh draw)",
     )
 
 

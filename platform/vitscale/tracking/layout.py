@@ -44,6 +44,7 @@ NODE_ID = "vitscale.node_id"
 DID_NOT_TRAIN = "vitscale.did_not_train"  # "true" | "false": finished at chance level (see train.metrics)
 PHASE = "vitscale.phase"  # comparison studies: "tune" | "final"
 ARM = "vitscale.arm"  # comparison studies: the arm key, e.g. "model.mixer=ssog,model.regime=ode"
+FIDELITY = "vitscale.fidelity"  # comparison tuning runs: JSON of search.fidelity (their cheaper trial)
 REFERENCE = "vitscale.reference"  # comparison parent run: JSON of the reference arm's values
 CONFIG_KEY = "vitscale.config_key"  # hash of the trial config without the seed: groups replicates
 RESTARTS = "vitscale.restarts"  # times the trial was restarted from its checkpoint (worker/node lost)

@@ -2,8 +2,9 @@
 
 Phases of one execution (`storage/<name>/<timestamp>/`):
 - `tune-<i>`: arm i's own Tune experiment: the study's search (sampler or grid, `search.seeds`
-  replicates, its own Optuna DB) over `space` with the arm's values fixed in the trial. Every
-  arm gets the same budget. ASHA, if any, sees this arm's trials only.
+  replicates, its own Optuna DB and sampler seed) over `space` with the arm's values (and
+  `search.fidelity`) fixed in the trial. Every arm gets the same budget. ASHA, if any, sees this
+  arm's trials only.
 - `final`: each arm's best point (validation only, see `tune.selection`) x `final.seeds`, FIFO;
   the trainer evaluates test once at the end of each run.
 `comparison.json` records each finished phase (and each arm's choice) as it ends. Resume skips
@@ -73,6 +74,7 @@ def _callback(execution, phase_spec, phase: str, arm: dict | None) -> PhaseCallb
         phase=phase,
         arm=arm,
         arm_fields=list(execution.spec.arms),
+        fidelity=execution.spec.search.fidelity if phase == "tune" else None,
         checkpoints=execution.spec.tracking.checkpoints,
         objectives=[(o.metric, o.mode) for o in phase_spec.objectives],
     )

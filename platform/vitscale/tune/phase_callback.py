@@ -1,8 +1,10 @@
 """The MLflow callback of a comparison phase: every child run also gets `vitscale.phase` and
-`vitscale.arm`, and a phase ending does not end the study's parent run (more phases follow)."""
+`vitscale.arm` (tuning runs at a lower fidelity also `vitscale.fidelity`), and a phase ending does
+not end the study's parent run (more phases follow)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from vitscale.tracking import layout, store
@@ -11,10 +13,17 @@ from vitscale.tracking.tune_callback import MlflowStudyCallback
 
 class PhaseCallback(MlflowStudyCallback):
     def __init__(
-        self, *args: Any, phase: str, arm: dict | None, arm_fields: list[str], **kwargs: Any
+        self,
+        *args: Any,
+        phase: str,
+        arm: dict | None,
+        arm_fields: list[str],
+        fidelity: dict | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.phase = phase
+        self.fidelity = fidelity or None  # the tuning phase's search.fidelity
         self.arm = arm  # tuning: the phase's one arm; final: None, read from each trial's point
         self.arm_fields = list(arm_fields)
 
@@ -27,6 +36,8 @@ class PhaseCallback(MlflowStudyCallback):
         run_id = super().run_id(trial)
         if not known:  # first sight in this driver (created, or found again after a resume)
             tags = {layout.PHASE: self.phase, layout.ARM: self._arm_tag(trial.config)}
+            if self.fidelity:
+                tags[layout.FIDELITY] = json.dumps(self.fidelity, sort_keys=True)
             store.set_tags(self._writer(trial), run_id, tags)
         return run_id
 
