@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from vitscale.errors import SolverError, TrialDiverged
+from vitscale.tracking.predictions import read_predictions
 from vitscale.train import REPORTED_METRICS, fit
 from vitscale.train.checkpoint import CHECKPOINT_FILE, load_checkpoint
 
@@ -181,3 +182,16 @@ def test_adjoint_backward_evaluations_are_counted(tiny_trial):
     )
     metrics = fit(config).metrics
     assert metrics["nfe_mean"] == 8 and metrics["nfe_backward_mean"] >= 8  # the adjoint solve runs back
+
+
+def test_a_finished_trial_writes_per_image_predictions_that_match_its_metrics(tiny_trial, tmp_path):
+    """Paired comparisons need each image's result: `predictions/{val,test}.parquet` beside the last
+    checkpoint (what a Tune trial's storage copy carries), in split order, counting as top-1 did."""
+    result = fit(tiny_trial(train={"epochs": 1}), checkpoint_dir=tmp_path)
+    for split in ("val", "test"):
+        table = read_predictions(tmp_path / "predictions" / f"{split}.parquet")
+        correct = table.column("correct").to_numpy()
+        assert table.column("index").to_pylist() == list(range(table.num_rows))
+        assert correct.mean() == pytest.approx(result.metrics[f"{split}_top1"], abs=1e-6)
+        assert set(result.predictions[split]) == {"index", "label", "predicted"}
+    assert table.num_rows == len(result.predictions["test"]["label"]) > 300  # digits: its fixed test fifth

@@ -63,6 +63,8 @@ def test_grid_study_records_every_trial_and_a_diverging_one_fails_alone(tmp_path
             epochs = [m.step for m in client.get_metric_history(run.info.run_id, "val_top1")]
             assert epochs == [1, 2]
             assert {"params", "flops_per_image", "train_loss", "val_top5"} <= set(run.data.metrics)
+            shipped = {a.path for a in client.list_artifacts(run.info.run_id, "predictions")}
+            assert shipped == {"predictions/val.parquet", "predictions/test.parquet"}  # per-image results
     artifacts = [a.path for a in client.list_artifacts(parent.info.run_id)]
     assert "spec.yaml" in artifacts
 

@@ -8,6 +8,8 @@ of its child run (written by the driver through the execution's write queue).
   metrics (spec checks refuse test ones), so test never chooses. The artifact is
   `checkpoint/checkpoint.pt`, the file `fit` writes (weights, optimizer, history and the model's
   config); `train.from_mlflow.load_from_mlflow(run_id)` gives the model back.
+- Predictions: every finished trial's per-image predictions on val and test
+  (`predictions/{val,test}.parquet`, written beside its last checkpoint; see tracking.predictions).
 - Logs: Ray writes each trial's stdout/stderr to `stdout`/`stderr` in the trial's working folder
   (`RunConfig(log_to_file=True)`, synced to the trial folder in storage with every checkpoint);
   they are copied beside the queue at completion and logged under `logs/`.
@@ -22,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from vitscale.pareto import pareto_mask
+from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT
 
 CHECKPOINT_ARTIFACT = "checkpoint"  # as `vitscale train` logs it and train.from_mlflow reads it
 LOGS_ARTIFACT = "logs"
@@ -47,6 +50,15 @@ def final_checkpoint(trial) -> Path | None:
         return None
     found = sorted(trial_dir.glob("checkpoint_*/checkpoint.pt"))
     return found[-1] if found else None
+
+
+def final_predictions(trial) -> list[Path]:
+    """The per-image predictions (`predictions/{val,test}.parquet`) beside the trial's final
+    checkpoint in storage: `fit` writes them at its last epoch (tracking.predictions)."""
+    checkpoint = final_checkpoint(trial)
+    if checkpoint is None:
+        return []
+    return sorted((checkpoint.parent / PREDICTIONS_ARTIFACT).glob("*.parquet"))
 
 
 def stage_logs(trial, staging: Path) -> list[Path]:

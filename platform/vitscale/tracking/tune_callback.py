@@ -20,6 +20,7 @@ from ray.tune import Callback
 
 from vitscale.tracking import layout, provenance, store, trial_artifacts
 from vitscale.tracking.datasets import dataset_inputs
+from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT
 from vitscale.tracking.queued import QUEUE_DIR, QueuedClient, queued_client
 
 # Keys of a trial's result that are not metrics (strings, bookkeeping of Tune and vitscale).
@@ -198,6 +199,9 @@ class MlflowStudyCallback(Callback):
         client = self.queue_client([trial])
         store.set_tags(client, run_id, tags)
         self.log_trial_files(trial, run_id, checkpoint=self.checkpoints == "all" and status == "FINISHED")
+        if status == "FINISHED":
+            for path in trial_artifacts.final_predictions(trial):
+                client.log_artifact(run_id, str(path), PREDICTIONS_ARTIFACT)
         client.set_terminated(run_id, status)
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:

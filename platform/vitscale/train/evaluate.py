@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from contextlib import nullcontext
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -19,9 +20,17 @@ from vitscale.train.metrics import DID_NOT_TRAIN_MARGIN
 
 
 @torch.inference_mode()
-def evaluate(runner, bundle, config: TrialConfig, autocast=nullcontext(), split: str = "val") -> dict:
+def evaluate(
+    runner,
+    bundle,
+    config: TrialConfig,
+    autocast=nullcontext(),
+    split: str = "val",
+    predicted: list[torch.Tensor] | None = None,
+) -> dict:
     """`{split}_loss` (no smoothing), `{split}_top1`, `{split}_top5` as fractions; `{split}_nfe_mean`
-    when the model counts vector-field evaluations (ODE)."""
+    when the model counts vector-field evaluations (ODE). `predicted`, when given, receives each
+    batch's predicted classes (CPU int64, in split order): per-image results for paired tests."""
     runner.eval()
     batch_size = config.train.eval_batch_size or 2 * config.train.batch_size
     device = bundle.val_labels.device
@@ -35,6 +44,8 @@ def evaluate(runner, bundle, config: TrialConfig, autocast=nullcontext(), split:
             logits = runner(images).float()
         loss_sum += F.cross_entropy(logits, labels, reduction="sum")
         best = logits.topk(k, dim=1).indices
+        if predicted is not None:
+            predicted.append(best[:, 0].to("cpu", torch.int64))
         hits = best == labels[:, None]
         top1 += hits[:, 0].sum()
         top5 += hits.any(dim=1).sum()
@@ -56,3 +67,13 @@ def evaluate(runner, bundle, config: TrialConfig, autocast=nullcontext(), split:
 def did_not_train(val_top1: float, num_classes: int) -> bool:
     """Within DID_NOT_TRAIN_MARGIN of chance (1 / classes), or not a number."""
     return not val_top1 > 1.0 / num_classes + DID_NOT_TRAIN_MARGIN
+
+
+def split_predictions(runner, bundle, config: TrialConfig, autocast, split: str) -> tuple[dict, dict]:
+    """(metrics of `evaluate`, {index, label, predicted} numpy arrays over the whole split): one
+    pass gives both, so the per-image record is exactly what the metrics counted."""
+    predicted: list[torch.Tensor] = []
+    metrics = evaluate(runner, bundle, config, autocast, split=split, predicted=predicted)
+    labels = getattr(bundle, f"{split}_labels").to("cpu", torch.int64).numpy()
+    classes = torch.cat(predicted).numpy() if predicted else labels[:0]
+    return metrics, {"index": np.arange(len(labels)), "label": labels, "predicted": classes}

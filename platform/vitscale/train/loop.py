@@ -24,6 +24,7 @@ from vitscale.errors import TrialDiverged, TrialOutOfMemory
 from vitscale.models import build, solver_errors
 from vitscale.models.config import ModelConfig
 from vitscale.models.measure import count_params
+from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT, write_predictions
 from vitscale.train.checkpoint import (
     TrainState,
     capture_rng,
@@ -35,7 +36,7 @@ from vitscale.train.checkpoint import (
 from vitscale.train.config import TrialConfig
 from vitscale.train.cost import CostMeter
 from vitscale.train.distill import EpochDistillStats, make_distiller
-from vitscale.train.evaluate import did_not_train, evaluate
+from vitscale.train.evaluate import did_not_train, evaluate, split_predictions
 from vitscale.train.optimizer import make_optimizer
 from vitscale.train.progress import EpochProgress
 from vitscale.train.schedule import warmup_cosine
@@ -52,6 +53,7 @@ class FitResult:
     history: list[dict[str, float]] = field(default_factory=list)
     model_config: ModelConfig | None = None
     checkpoint: Path | None = None
+    predictions: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # split -> arrays
 
 
 def seed_everything(seed: int) -> None:
@@ -114,6 +116,7 @@ def fit(
     )
 
     history: list[dict[str, float]] = []
+    predictions: dict[str, dict[str, np.ndarray]] = {}
     start = find_checkpoint(checkpoint_dir) if resume_from is None else Path(resume_from)
     if start is not None and start.is_dir():
         start = find_checkpoint(start)
@@ -157,7 +160,11 @@ def fit(
                 distiller,
             )
             train_seconds = time.perf_counter() - t0
-            val_stats = evaluate(runner, bundle, config, autocast)
+            last = epoch == train_cfg.epochs
+            if last:  # finished: per-image predictions of val and test, for paired comparisons
+                val_stats, predictions["val"] = split_predictions(runner, bundle, config, autocast, "val")
+            else:
+                val_stats = evaluate(runner, bundle, config, autocast)
             metrics = {
                 "epoch": float(epoch),
                 **train_stats,
@@ -169,11 +176,14 @@ def fit(
                 "flops_per_image": cost.flops(val_stats.get("val_nfe_mean")),
                 "peak_memory_mb": peak_memory_mb(device),
             }
-            if epoch == train_cfg.epochs:  # finished: the one look at test, reported only
-                metrics.update(evaluate(runner, bundle, config, autocast, split="test"))
+            if last:  # finished: the one look at test, reported only
+                test_stats, predictions["test"] = split_predictions(runner, bundle, config, autocast, "test")
+                metrics.update(test_stats)
                 metrics["did_not_train"] = float(did_not_train(metrics["val_top1"], bundle.num_classes))
             history.append(metrics)
             if checkpoint_dir is not None:
+                if last:  # beside the checkpoint, so a Tune trial's copy in storage carries them
+                    save_predictions(Path(checkpoint_dir), predictions)
                 checkpoint = save_checkpoint(
                     checkpoint_dir,
                     TrainState(
@@ -189,7 +199,21 @@ def fit(
             progress.epoch_done(epoch, metrics)
             if report is not None:
                 report(metrics, Path(checkpoint_dir) if checkpoint_dir else None)
-    return FitResult(metrics=history[-1], history=history, model_config=model_config, checkpoint=checkpoint)
+    return FitResult(
+        metrics=history[-1],
+        history=history,
+        model_config=model_config,
+        checkpoint=checkpoint,
+        predictions=predictions,
+    )
+
+
+def save_predictions(directory: Path, predictions: dict[str, dict[str, np.ndarray]]) -> list[Path]:
+    """`directory/predictions/{split}.parquet` for each split (tracking.predictions' contract)."""
+    return [
+        write_predictions(directory / PREDICTIONS_ARTIFACT / f"{split}.parquet", **arrays)
+        for split, arrays in predictions.items()
+    ]
 
 
 def _train_epoch(

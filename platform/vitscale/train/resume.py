@@ -19,11 +19,12 @@ from typing import Any
 
 from vitscale.errors import UserError, make_folder
 from vitscale.tracking import queued, store
+from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT
 from vitscale.train.checkpoint import find_checkpoint, load_checkpoint
 from vitscale.train.config import TrialConfig
 from vitscale.train.config import flatten as trial_params  # the MLflow params, as a study logs them
 from vitscale.train.from_mlflow import resolve_source
-from vitscale.train.loop import fit
+from vitscale.train.loop import fit, save_predictions
 
 RUN_ID_FILE = "mlflow_run_id"
 CONFIG_FILE = "trial.json"
@@ -77,7 +78,10 @@ def train_trial(
         return dict(result.metrics)
     if result.checkpoint is not None:
         client.log_artifact(run_id, str(result.checkpoint), artifact_path="checkpoint")
-    queued.close_all()
+    with tempfile.TemporaryDirectory(prefix="vitscale-predictions-") as folder:
+        for path in save_predictions(Path(folder), result.predictions):
+            client.log_artifact(run_id, str(path), artifact_path=PREDICTIONS_ARTIFACT)
+        queued.close_all()  # sends the files while they exist
     return {**result.metrics, "mlflow_run_id": client.resolve(run_id)}
 
 
