@@ -1,10 +1,13 @@
-"""Tiny data sets written in the real on-disk formats (CIFAR python pickles, PNG folders)."""
+"""Tiny data sets written in the real on-disk formats (CIFAR python pickles, IDX files, PNG folders)."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import pickle
 import tarfile
+import urllib.error
+import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -75,6 +78,46 @@ def write_archive(parent: Path, kind: str, files: dict[str, bytes]) -> Path:
     return path
 
 
+IDX_FILES = (
+    "train-images-idx3-ubyte",
+    "train-labels-idx1-ubyte",
+    "t10k-images-idx3-ubyte",
+    "t10k-labels-idx1-ubyte",
+)
+
+
+def idx_bytes(array: np.ndarray, magic: int | None = None) -> bytes:
+    """One IDX file: big-endian magic (default: unsigned bytes, array.ndim dimensions), sizes, data."""
+    magic = 0x0800 + array.ndim if magic is None else magic
+    sizes = b"".join(int(n).to_bytes(4, "big") for n in array.shape)
+    return magic.to_bytes(4, "big") + sizes + np.ascontiguousarray(array, dtype=np.uint8).tobytes()
+
+
+def idx_arrays(n_train: int = 40, n_test: int = 20, seed: int = 0) -> dict[str, np.ndarray]:
+    """Official file name -> uint8 array of a tiny MNIST-family set (28x28, labels cycle over 10 classes)."""
+    rng = np.random.default_rng(seed)
+    arrays = {}
+    for split, n in (("train", n_train), ("t10k", n_test)):
+        arrays[f"{split}-images-idx3-ubyte"] = rng.integers(0, 256, (n, 28, 28), dtype=np.uint8)
+        arrays[f"{split}-labels-idx1-ubyte"] = rng.permutation(np.arange(n) % 10).astype(np.uint8)
+    return arrays
+
+
+def idx_files(n_train: int = 40, n_test: int = 20, gz: bool = False, seed: int = 0) -> dict[str, bytes]:
+    """File name -> bytes of the four official IDX files of a tiny set; `gz`: gzip-compressed, named .gz."""
+    files = {name: idx_bytes(array) for name, array in idx_arrays(n_train, n_test, seed).items()}
+    if gz:
+        return {f"{name}.gz": gzip.compress(raw, mtime=0) for name, raw in files.items()}
+    return files
+
+
+def write_files(folder: Path, files: dict[str, bytes]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, raw in files.items():
+        (folder / name).write_bytes(raw)
+    return folder
+
+
 def write_imagefolder(root: Path, per_class: int = 5, grey: bool = False) -> Path:
     """Three classes of small PNG/JPEG images of different sizes; class c is brighter with c."""
     rng = np.random.default_rng(0)
@@ -93,6 +136,24 @@ def write_imagefolder(root: Path, per_class: int = 5, grey: bool = False) -> Pat
 @pytest.fixture
 def imagefolder(tmp_path: Path) -> Path:
     return write_imagefolder(tmp_path / "images")
+
+
+@pytest.fixture
+def offline(monkeypatch) -> None:
+    """No network: every urlopen fails as it does without a route (name resolution)."""
+
+    def fail(*args, **kwargs):
+        raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
+
+    monkeypatch.setattr(urllib.request, "urlopen", fail)
+
+
+@pytest.fixture
+def idx() -> SimpleNamespace:
+    """The IDX writers above, for tests."""
+    return SimpleNamespace(
+        files=idx_files, arrays=idx_arrays, bytes=idx_bytes, write=write_files, names=IDX_FILES
+    )
 
 
 @pytest.fixture

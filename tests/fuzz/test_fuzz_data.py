@@ -1,17 +1,20 @@
 """Fuzz `vitscale data info` over the on-disk formats the data readers take from a user.
 
 Each example starts from valid tiny data in the official formats (the writers of
-tests/data/conftest.py: CIFAR python pickles in a folder or a .tar.gz, PNG/JPEG class folders) and
-breaks it the ways a download, a copy or a hand-made set can: pickles with dropped or renamed keys,
-arrays of the wrong dtype or shape, labels out of range, of the wrong length or type, non-dict
-pickles and disallowed globals; archives truncated or with flipped bytes; image folders with empty
-classes, corrupt or zero-byte files, every PNG mode (grey, grey+alpha, RGBA, palette, 16-bit, 1-bit),
-1×1 images, a directory named like an image, symlink loops. The contract: exit 0 with one JSON
-object, or exit 2 with one line naming a path of the data — never a traceback, never a hang.
+tests/data/conftest.py: CIFAR python pickles in a folder or a .tar.gz, MNIST-family IDX files plain
+or gzipped, PNG/JPEG class folders) and breaks it the ways a download, a copy or a hand-made set
+can: pickles with dropped or renamed keys, arrays of the wrong dtype or shape, labels out of range,
+of the wrong length or type, non-dict pickles and disallowed globals; archives truncated or with
+flipped bytes; IDX headers with another magic or lying sizes, IDX and gzip bytes truncated or
+flipped, files missing; image folders with empty classes, corrupt or zero-byte files, every PNG mode
+(grey, grey+alpha, RGBA, palette, 16-bit, 1-bit), 1×1 images, a directory named like an image,
+symlink loops. The contract: exit 0 with one JSON object, or exit 2 with one line naming a path of
+the data — never a traceback, never a hang.
 """
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
 import os
@@ -250,6 +253,46 @@ def test_mutated_cifar_never_crashes(data):
         check(["--dataset", kind, "--root", str(root), *data.draw(caps, label="caps")], base)
 
 
+# --- IDX: fashion_mnist, mnist --------------------------------------------------------------------
+
+
+def mutate_idx(draw: st.DrawFn, raw: bytes) -> bytes:
+    """One mutation of one IDX file: another magic number, a lying size in its header, or byte damage."""
+    op = draw(st.sampled_from(["bytes", "bytes", "magic", "size"]), label="idx op")
+    if op == "bytes":
+        return mutate_bytes(draw, raw)
+    if op == "magic":
+        magic = draw(st.sampled_from([2049, 2051, 2050, 2052, 0x0B03, 0x0D03, 0x08030000, 0]))
+        return magic.to_bytes(4, "big") + raw[4:]
+    ndim = raw[3]  # labels 1 (count), images 3 (count, rows, cols)
+    at = 4 + 4 * draw(st.integers(0, ndim - 1), label="size field")
+    n = int.from_bytes(raw[at : at + 4], "big")
+    size = draw(st.sampled_from([0, 1, n - 1, n + 1, 2 * n, 2**31, 2**32 - 1]), label="size")
+    return raw[:at] + size.to_bytes(4, "big") + raw[at + 4 :]
+
+
+@fuzz_settings(default=100)
+@given(data=st.data())
+def test_mutated_idx_never_crashes(data):
+    kind = data.draw(st.sampled_from(["fashion_mnist", "mnist"]), label="kind")
+    files = writers.idx_files(n_train=20, n_test=10, seed=data.draw(st.integers(0, 3)))
+    for name in data.draw(st.lists(st.sampled_from(sorted(files)), max_size=2, unique=True), label="mutated"):
+        if data.draw(st.integers(0, 5), label=f"{name} deleted") == 0:
+            del files[name]
+        else:
+            files[name] = mutate_idx(data.draw, files[name])
+    with tempfile.TemporaryDirectory(prefix="vitscale-fuzz-idx-") as tmp:
+        base = Path(tmp)
+        for name, raw in files.items():
+            if data.draw(st.booleans(), label=f"{name} gzipped"):
+                raw = gzip.compress(raw, mtime=0)
+                if data.draw(st.integers(0, 3), label=f"{name} gzip damaged") == 0:
+                    raw = mutate_bytes(data.draw, raw)
+                name += ".gz"
+            (base / name).write_bytes(raw)
+        check(["--dataset", kind, "--root", str(base), *data.draw(caps, label="caps")], base)
+
+
 # --- imagefolder ----------------------------------------------------------------------------------
 
 
@@ -346,5 +389,8 @@ def test_writers_give_valid_data(tmp_path):
     for kind in KINDS:
         archive = writers.write_archive(tmp_path, kind, writers.cifar_files(kind, per_batch=4))
         assert check(["--dataset", kind, "--root", str(archive)], tmp_path) == 0
+    for gz in (False, True):
+        root = writers.write_files(tmp_path / f"idx-{gz}", writers.idx_files(n_train=20, n_test=10, gz=gz))
+        assert check(["--dataset", "mnist", "--root", str(root)], tmp_path) == 0
     root = writers.write_imagefolder(tmp_path / "images", per_class=3)
     assert check(["--dataset", "imagefolder", "--root", str(root), "--resolution=8"], tmp_path) == 0

@@ -20,10 +20,20 @@ app.add_typer(data_app, name="data")
 @data_app.command("info")
 def info(
     dataset: Annotated[
-        str, typer.Option(help="digits | synthetic | cifar10 | cifar100 | imagefolder")
+        str,
+        typer.Option(help="digits | synthetic | fashion_mnist | mnist | cifar10 | cifar100 | imagefolder"),
     ] = "digits",
-    root: Annotated[str | None, typer.Option(help="local path of the data (cifar*, imagefolder)")] = None,
-    download: Annotated[bool, typer.Option(help="cifar*: fetch the archive into --root (network)")] = False,
+    root: Annotated[
+        str | None,
+        typer.Option(
+            help="local path of the data (cifar*, imagefolder; fashion_mnist, mnist: the folder of the "
+            "IDX files, unset: the first of $VITSCALE_DATA/F, ~/data/F, /usr/share/datasets/F, "
+            "F = fashion-mnist or mnist)"
+        ),
+    ] = None,
+    download: Annotated[
+        bool, typer.Option(help="cifar*, fashion_mnist, mnist: fetch missing files into --root (network)")
+    ] = False,
     resolution: Annotated[int, typer.Option("--resolution", "-r", help="side the model sees")] = 32,
     source_size: Annotated[int | None, typer.Option(help="synthetic, imagefolder: stored side")] = None,
     num_train: Annotated[int | None, typer.Option(help="cap (synthetic: size) of the training set")] = None,

@@ -10,9 +10,21 @@ from vitscale.data.registry import DATASETS
 class DataConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    dataset: str = Field("digits", description="digits | synthetic | cifar10 | cifar100 | imagefolder")
-    root: str | None = Field(None, description="local path of the data (cifar*, imagefolder)")
-    download: bool = Field(False, description="cifar*: fetch the archive into root if missing (network)")
+    dataset: str = Field(
+        "digits",
+        description="digits | synthetic | fashion_mnist | mnist | cifar10 | cifar100 | imagefolder",
+    )
+    root: str | None = Field(
+        None,
+        description="local path of the data (cifar*, imagefolder; fashion_mnist, mnist: the folder of "
+        "the four IDX files, unset: the first of $VITSCALE_DATA/F, ~/data/F, /usr/share/datasets/F "
+        "holding them, F = fashion-mnist or mnist)",
+    )
+    download: bool = Field(
+        False,
+        description="cifar*, fashion_mnist, mnist: fetch missing files into root (network); "
+        "fashion_mnist, mnist with root unset: into the first place searched",
+    )
     resolution: int = Field(32, ge=4, description="side of the square images the model sees")
     source_size: int | None = Field(
         None, ge=4, description="synthetic, imagefolder: side of the stored images; default: resolution"
@@ -38,7 +50,8 @@ class DataConfig(BaseModel):
         None,
         ge=0,
         description="random crop with this zero padding (in source pixels); 0 = off; "
-        "default: the data set's own (cifar 4, digits 0, imagefolder size/8, synthetic size/16)",
+        "default: the data set's own (cifar 4, fashion_mnist and mnist 2, digits 0, imagefolder size/8, "
+        "synthetic size/16)",
     )
     hflip: bool | None = Field(None, description="random horizontal flip; default: the data set's own choice")
     split_seed: int = Field(
