@@ -39,6 +39,8 @@ EXPECTED_TRIALS = {
     "ode_distill_quickstart.yaml": 12,  # 2 mixers x (scratch, weight 0.3) x 3 seeds
     "paper_cifar100_ode_distill.yaml": 18,  # 2 mixers x 3 sizes x 3 seeds
     "load_1000.yaml": 1000,  # the load benchmark: 4 points x 250 seeds
+    "fashion_tuned.yaml": 102,  # 6 arms x (12 TPE samples at low fidelity + 5 final seeds)
+    "fashion_tuned_14.yaml": 102,  # the same on a 14x14 token grid
 }
 
 
