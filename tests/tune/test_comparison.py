@@ -14,7 +14,8 @@ import pytest
 from study_helpers import child_runs, parent_runs, start_vitscale, vitscale, write_study
 
 from vitscale.study import SpecError, count_trials, load_study
-from vitscale.study.comparison import arm_list, arm_study, final_study
+from vitscale.study.comparison import arm_list, arm_study, arm_values, final_study
+from vitscale.study.matching import model_params
 from vitscale.tracking.layout import arm_key
 from vitscale.tune.arm_asha import ArmASHA
 from vitscale.tune.selection import choose
@@ -261,3 +262,42 @@ def test_the_arm_table_never_cuts_an_arm_name_or_a_tuned_value_at_80_columns():
     for value in ("lr=0.00619", "weight_decay=0.0123", "warmup_epochs=1.5", "width=32", "82.52", "70.06"):
         assert text.count(value) == 4, (value, text)
     assert "…" not in text
+
+
+@pytest.mark.parametrize("key", ["model.mlp_ratio", "model.width"])
+def test_parameter_matched_arms_are_within_two_percent_of_their_reference(tmp_path, key):
+    """`match`: SSoG has no queries or keys (2·C² fewer weights per mixer), so at equal width it has
+    fewer parameters; matched, it gets the MLP (or width) that brings it within 2 %."""
+    data = {
+        **COMPARISON,
+        "arms": {"model.mixer": ["attention", "ssog"], "model.regime": ["discrete", "looped"]},
+    }
+    data["trial"] = {"model": {"width": 96, "depth": 4, "heads": 2, "patch_size": 4}}
+    data["match"] = {"params": key}
+    spec = load_study(write_study(tmp_path, "cmp", **data))
+    for arm in arm_list(spec):
+        values = arm_values(spec, arm)
+        reference = arm_study(spec, {**arm, "model.mixer": "attention"}).trial.model.model_dump(mode="json")
+        built = arm_study(spec, arm).trial.model.model_dump(mode="json")
+        assert abs(model_params(built) - model_params(reference)) <= 0.02 * model_params(reference)
+        if arm["model.mixer"] == "ssog":
+            assert key in values and final_point_equals(spec, arm, values)
+        else:
+            assert key not in values  # the reference arm keeps the base trial's model
+
+
+def final_point_equals(spec, arm, values) -> bool:
+    """The final phase re-runs the same matched model the arm was tuned with."""
+    from vitscale.tune.comparison import _final_points
+
+    [point] = _final_points(spec, {"a": {"values": arm, "point": {"train.lr": 1e-3}}})
+    return all(point[k] == v for k, v in values.items())
+
+
+def test_a_width_that_cannot_match_within_tolerance_is_refused_in_one_line(tmp_path):
+    data = {**COMPARISON, "trial": {"model": {"width": 64, "depth": 4, "heads": 32, "patch_size": 4}}}
+    data["match"] = {"params": "model.width", "tolerance": 0.001}
+    with pytest.raises(SpecError) as err:
+        load_study(write_study(tmp_path, "cmp", **data))
+    (line,) = [line for line in err.value.lines if "match.params" in line]
+    assert "tolerance" in line and "model.mixer=ssog" in line

@@ -8,8 +8,9 @@ from collections.abc import Callable, Iterable
 from pydantic import ValidationError
 
 from vitscale.study.check_space import check_structure
-from vitscale.study.comparison import arm_list, arm_study
+from vitscale.study.comparison import arm_list, arm_study, arm_values
 from vitscale.study.errors import Problem
+from vitscale.study.matching import MatchError
 from vitscale.study.paths import lookup
 from vitscale.study.spec import StudySpec
 from vitscale.tracking.layout import arm_key
@@ -27,6 +28,8 @@ def comparison_problems(
         for key in ("arms", "reference", "final"):
             if getattr(spec, key) is not None:
                 yield Problem(key, "only for kind: comparison")
+        if spec.match is not None:
+            yield Problem("match", "only for kind: comparison (parameter-matched arms)")
         if spec.search.fidelity:
             yield Problem(
                 "search.fidelity",
@@ -46,6 +49,7 @@ def comparison_problems(
         yield from _disjoint_seeds(spec)
     yield from _fidelity(spec)
     yield from _reference(spec)
+    yield from _match(spec)
     if len(spec.objectives) != 1 or not spec.objectives[0].metric.startswith("val_"):
         yield Problem(
             "objectives",
@@ -104,6 +108,24 @@ def _fidelity(spec: StudySpec) -> Iterable[Problem]:
                 f"search.fidelity.{key}",
                 "the model is what the final phase re-runs: tune at lower fidelity with data.* or train.* keys",
             )
+
+
+def _match(spec: StudySpec) -> Iterable[Problem]:
+    if spec.match is None or not spec.reference:
+        return
+    key = spec.match.params
+    if key in spec.space or key in spec.arms or key in (spec.search.fidelity or {}):
+        yield Problem(
+            "match.params", f"{key} is searched, an arm key or a fidelity key: it cannot also be matched"
+        )
+        return
+    for arm in arm_list(spec):
+        try:
+            arm_values(spec, arm)
+        except MatchError as exc:
+            yield Problem("match.params", f"{str(exc).partition(': ')[2]} (in arm {arm_key(arm)})")
+        except Exception:  # noqa: BLE001 - an arm that builds no valid trial is reported by _arm_checks
+            continue
 
 
 def _reference(spec: StudySpec) -> Iterable[Problem]:

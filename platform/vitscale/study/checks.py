@@ -197,7 +197,7 @@ CHECKS: tuple[tuple[set[str], Callable[[StudySpec, frozenset[str]], Iterable[Pro
     ({"kind", "search", "space", "objectives"}, _search),
     ({"kind", "resources", "trial", "benchmark"}, _resources),
     (
-        {"kind", "arms", "reference", "final", "objectives", "space", "trial", "search"},
+        {"kind", "arms", "reference", "final", "match", "objectives", "space", "trial", "search"},
         lambda spec, removed: comparison_problems(spec, removed, check_study),
     ),
     ({"tracking"}, _tracking),

@@ -15,6 +15,7 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
+from vitscale.study.matching import matched_values
 from vitscale.study.paths import set_in
 from vitscale.study.spec import SchedulerConfig, StudySpec, max_epochs
 from vitscale.train.config import TrialConfig
@@ -33,14 +34,25 @@ def arm_of(spec: StudySpec, point: Mapping[str, Any]) -> Arm:
     return {k: point.get(k) for k in spec.arms or {}}
 
 
+def _base_trial(spec: StudySpec, values: Mapping[str, Any]) -> TrialConfig:
+    """The base trial with `values` ({dotted trial path: value}) set, validated."""
+    data = spec.trial.model_dump(mode="python")
+    data["model"].pop("image_size", None)
+    for key, value in values.items():
+        set_in(data, key, value)
+    return TrialConfig.model_validate(data)
+
+
+def arm_values(spec: StudySpec, arm: Mapping[str, Any]) -> dict[str, Any]:
+    """What an arm fixes in both phases: its `arms:` values and, with `match`, its matched value
+    (`study.matching`; raises MatchError where none is close enough)."""
+    return {**arm, **matched_values(spec, arm, lambda values: _base_trial(spec, values))}
+
+
 def _arm_trial(spec: StudySpec, arm: Mapping[str, Any], fidelity: Mapping[str, Any] | None = None):
     """The base trial with the arm's values (and the tuning fidelity) set; validated: an arm must
     build a valid trial."""
-    data = spec.trial.model_dump(mode="python")
-    data["model"].pop("image_size", None)
-    for key, value in {**arm, **(fidelity or {})}.items():
-        set_in(data, key, value)
-    return TrialConfig.model_validate(data)
+    return _base_trial(spec, {**arm_values(spec, arm), **(fidelity or {})})
 
 
 def _arm_search(spec: StudySpec, arm: Mapping[str, Any]):
@@ -71,6 +83,7 @@ def arm_study(spec: StudySpec, arm: Mapping[str, Any]) -> StudySpec:
             "arms": None,
             "reference": None,
             "final": None,
+            "match": None,
             "trial": _arm_trial(spec, arm, spec.search.fidelity),
             "space": _arm_space(spec, arm),
             "search": _arm_search(spec, arm),
@@ -91,6 +104,7 @@ def final_study(spec: StudySpec) -> StudySpec:
             "arms": None,
             "reference": None,
             "final": None,
+            "match": None,
             "scheduler": _fifo(),
             "search": search,
         }

@@ -94,6 +94,14 @@ class FinalConfig(_Section):
     )
 
 
+class MatchConfig(_Section):
+    params: Literal["model.width", "model.mlp_ratio"] = Field(
+        description="comparison: the model key set per arm so that its parameter count matches its "
+        "reference arm's (width: a multiple of heads; mlp_ratio: any hidden width)"
+    )
+    tolerance: float = Field(0.02, gt=0, lt=1, description="largest relative difference in parameters")
+
+
 class WandbConfig(_Section):
     project: str = Field(description="W&B project")
     mode: Literal["offline", "online"] = Field("offline", description="offline: run folders only, no network")
@@ -153,6 +161,11 @@ class StudySpec(_Section):
         description="comparison: the arm (or arms) deltas are taken against, e.g. {model.mixer: attention}",
     )
     final: FinalConfig | None = Field(None, description="comparison: the seeds of the final runs")
+    match: MatchConfig | None = Field(
+        None,
+        description="comparison: parameter-matched arms ('better at equal parameters' is another claim "
+        "than 'fewer parameters at equal width')",
+    )
     space: dict[str, Param] = Field(
         default_factory=dict,
         description="dotted trial path -> distribution",

@@ -23,7 +23,7 @@ from pathlib import Path
 from ray import tune
 
 from vitscale.errors import UserError
-from vitscale.study.comparison import arm_list, arm_study, final_study
+from vitscale.study.comparison import arm_list, arm_study, arm_values, final_study
 from vitscale.tracking import layout, queued, store
 from vitscale.tune.phase_callback import PhaseCallback
 from vitscale.tune.selection import choose
@@ -89,9 +89,11 @@ def _drain(execution) -> None:
         )
 
 
-def _final_points(choices: dict[str, dict]) -> list[dict]:
-    """{arm keys..., tuned keys...} for every arm that has a winner, in arm order."""
-    return [{**c["values"], **c["point"]} for c in choices.values() if c["point"] is not None]
+def _final_points(spec, choices: dict[str, dict]) -> list[dict]:
+    """{arm keys..., matched key (match:), tuned keys...} for every arm that has a winner, in arm order."""
+    return [
+        {**arm_values(spec, c["values"]), **c["point"]} for c in choices.values() if c["point"] is not None
+    ]
 
 
 def run_comparison(execution, verbose: int = 1):
@@ -116,7 +118,7 @@ def run_comparison(execution, verbose: int = 1):
         choice = choose(results, key, arm, list(spec.search.seeds), objective.metric, objective.mode)
         state["choices"][key] = choice.to_json()
         _save_state(execution.directory, state)
-    points = _final_points(state["choices"])
+    points = _final_points(spec, state["choices"])
     if not state["final_done"] and points:
         phase_spec = final_study(spec)
         search = (
