@@ -1,17 +1,25 @@
-"""Scaling-law fits recover known exponents; cost slopes recover 1.5 / 2.0; CIs and crossovers."""
+"""Scaling-law fits recover known exponents and say how far they can be trusted (dof, leave-one-size-out
+error, what the bootstrap resampled, an extrapolated floor); cost slopes recover 1.5 / 2.0; CIs and
+crossovers."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
+from analysis_stores import fake_run
 from scipy import stats
 
 from vitscale.analysis.aggregate import mean_ci
 from vitscale.analysis.crossover import crossover_point
 from vitscale.analysis.exponents import loglog_slope
-from vitscale.analysis.fits import fit_power_law
+from vitscale.analysis.fields import with_fields
+from vitscale.analysis.fits import fit_power_law, image_matrix, scaling_fits
+from vitscale.analysis.outcomes import with_outcomes
+from vitscale.analysis.runs import runs_to_table
 
 
 @pytest.mark.parametrize("a,b,c", [(8.0, 0.30, 0.05), (40.0, 0.45, 0.12), (2.0, 0.2, 0.0)])
@@ -20,7 +28,7 @@ def test_power_law_recovers_known_exponents(a, b, c):
     p = np.repeat(np.geomspace(5e4, 2e7, 6), 3)  # 6 sizes x 3 seeds
     err = a * p**-b + c + rng.normal(0, 0.002, p.size)
     fit = fit_power_law(p, err, n_boot=100, seed=0)
-    assert fit.status == "ok" and fit.bootstrap == "stratified" and fit.n_boot_ok == 100
+    assert fit.status == "ok" and fit.bootstrap == "seeds" and fit.n_boot_ok == 100 and fit.dof == 3
     assert fit.at_bound == (["c=0 (lower bound)"] if c == 0 else []) and fit.n_starts == 15
     assert fit.b == pytest.approx(b, abs=0.06)
     assert fit.c == pytest.approx(c, abs=0.02)
@@ -46,6 +54,7 @@ def test_fits_refuse_fewer_than_four_sizes(sizes):
     fit = fit_power_law(p, err, n_boot=50)
     assert fit.status == "not_fitted" and fit.a is None and fit.b is None and fit.ci == {}
     assert fit.reason.startswith(f"not fitted: {sizes} sizes") and fit.n_boot == 0
+    assert fit.dof == sizes - 3 and fit.loso == [] and fit.loso_rms is None and fit.floor_extrapolated is None
 
 
 def test_a_parameter_pinned_at_its_bound_is_flagged():
@@ -74,6 +83,95 @@ def test_unreplicated_sizes_bootstrap_whole_cases():
     fit = fit_power_law(p, err, n_boot=100, seed=0)
     assert fit.bootstrap == "cases" and 0 < fit.n_boot_ok <= 100
     assert fit.b == pytest.approx(0.3, abs=1e-3)
+
+
+@pytest.mark.parametrize("sizes", [4, 6])
+def test_exact_power_law_predicts_every_held_out_size(sizes):
+    """Noise-free a·P^-b + c: each size refitted without it is predicted to ~0 points; dof = sizes - 3;
+    the floor lies below every size, so it is marked extrapolated even though c is recovered."""
+    p = np.repeat(np.geomspace(1e5, 1e7, sizes), 2)
+    fit = fit_power_law(p, 8.0 * p**-0.3 + 0.05, n_boot=20, seed=0)
+    assert fit.status == "ok" and fit.dof == sizes - 3 and len(fit.loso) == sizes
+    assert fit.loso_rms < 0.01 and fit.loso_max < 0.02  # points of error
+    assert all(r["predicted"] == pytest.approx(r["observed"], abs=1e-4) for r in fit.loso)
+    assert fit.c == pytest.approx(0.05, abs=1e-3) and fit.floor_gap > 0.01 and fit.floor_extrapolated is True
+
+
+@pytest.mark.parametrize("c,noise", [(0.01, 0.01), (0.05, 0.003)])
+def test_a_floor_far_below_every_observation_is_extrapolated(c, noise):
+    """Errors 25-55 % over one decade; the law's floor is 1 or 5 %: nothing measured it, and c's
+    interval says so (it once came out [1.5012, 1.5018] % here: resamples stopped at the warm start)."""
+    rng = np.random.default_rng(2)
+    p = np.repeat(np.geomspace(1e4, 1e5, 5), 3)
+    err = 8.0 * p**-0.3 + c + rng.normal(0, noise, p.size)
+    fit = fit_power_law(p, err, n_boot=200, seed=0)
+    assert fit.status == "ok" and fit.bootstrap == "seeds" and fit.floor_extrapolated is True
+    assert fit.floor_gap > 0.2 and fit.loso_rms is not None and fit.loso_max >= fit.loso_rms
+    lo, hi = fit.ci["c"]
+    assert lo < 1e-4 and (hi > 0.05 if c == 0.05 else True)
+
+
+def test_a_floor_the_largest_sizes_reach_is_not_extrapolated():
+    """Error saturates at 10 % well inside the data (the last sizes sit on the floor): c is measured."""
+    rng = np.random.default_rng(4)
+    p = np.repeat(np.geomspace(1e3, 1e8, 6), 3)
+    err = 50.0 * p**-0.6 + 0.10 + rng.normal(0, 0.002, p.size)
+    fit = fit_power_law(p, err, n_boot=200, seed=0)
+    lo, hi = fit.ci["c"]
+    assert lo <= 0.10 <= hi and fit.floor_extrapolated is False
+
+
+def test_no_interval_leaves_the_floor_unjudged():
+    p = np.repeat(np.geomspace(1e4, 1e5, 5), 2)
+    fit = fit_power_law(p, 8.0 * p**-0.3 + 0.1, n_boot=0)
+    assert fit.status == "ok" and fit.ci == {} and fit.floor_extrapolated is None
+
+
+def _fit_table(n_images: int = 400) -> tuple[pa.Table, pa.Table]:
+    """One mixer x regime, 4 sizes x 3 seeds; each run's val_top1 is its mean over per-image predictions."""
+    rng = np.random.default_rng(9)
+    runs, preds, n = [], {"run_id": [], "split": [], "index": [], "correct": []}, 0
+    for width in (32, 64, 128, 256):
+        for seed in (0, 1, 2):
+            n += 1
+            params = 12.0 * width**2
+            correct = rng.random(n_images) >= 6 * params**-0.3 + 0.05
+            cfg = {
+                "model.mixer": "ssog",
+                "model.regime": "discrete",
+                "model.width": width,
+                "train.seed": seed,
+            }
+            metrics = {"val_top1": float(correct.mean()), "params": params}
+            runs.append(fake_run(f"r{n:03d}", f"t{n:03d}", n, cfg, metrics))
+            for split in ("val", "test"):
+                preds["run_id"] += [f"r{n:03d}"] * n_images
+                preds["split"] += [split] * n_images
+                preds["index"] += list(range(n_images))[::-1]  # any order: matched by index
+                preds["correct"] += list(correct[::-1])
+    table = with_outcomes(with_fields(runs_to_table(runs, "fits")))
+    return table, pa.table(preds)
+
+
+def test_bootstrap_resamples_images_where_predictions_cover_every_run():
+    table, preds = _fit_table()
+    (seeds,) = scaling_fits(table, n_boot=100, seed=0)
+    (both,) = scaling_fits(table, n_boot=100, seed=0, predictions=preds)
+    assert (
+        seeds.bootstrap == "seeds"
+        and seeds.bootstrap_note == "images not resampled: no per-image predictions given to the fit"
+    )
+    assert both.bootstrap == "seeds+images" and both.bootstrap_note is None
+    assert (both.a, both.b, both.c) == (seeds.a, seeds.b, seeds.c)  # the images move the interval only
+    width = {f.bootstrap: f.ci["b"][1] - f.ci["b"][0] for f in (seeds, both)}
+    assert width["seeds+images"] > width["seeds"]
+    wrong, note = image_matrix(preds, ["r001", "r002"])
+    assert note is None and wrong.shape == (2, 400) and set(np.unique(wrong)) <= {0.0, 1.0}
+    (partial,) = scaling_fits(
+        table, n_boot=20, predictions=preds.filter(pc.not_equal(preds["run_id"], "r005"))
+    )
+    assert partial.bootstrap == "seeds"
+    assert partial.bootstrap_note == "images not resampled: 1 of 12 runs have no per-image predictions on val"
 
 
 @pytest.mark.parametrize("exponent", [1.5, 2.0])

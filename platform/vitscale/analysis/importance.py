@@ -1,10 +1,17 @@
-"""Which searched hyperparameters mattered: Optuna's fANOVA importance of the space's parameters for
-the validation objective over the finished runs (`importance.csv`, `figures/hyperparameter_importance`),
-and a parallel-coordinates figure of every finished run (`figures/parallel_coordinates`).
+"""Which searched hyperparameters mattered, per arm: Optuna's fANOVA importance of the space's
+parameters for the validation objective (`importance.csv`, `figures/hyperparameter_importance`),
+and a parallel-coordinates figure of the same runs (`figures/parallel_coordinates`).
 
-Each finished run (every seed) is one Optuna trial, with the distributions of `spec.yaml`'s space
-(choices as observed; numeric ranges widened to what ran). A parameter set only under a `when:`
-condition is left out (fANOVA needs it in every trial). Test metrics are never read.
+Never pooled across arms or phases: pooled, a parameter whose range differs between arms takes the
+credit for the arm difference (a comparison gave `train.lr` 0.61 for what was mixer x regime).
+Comparison studies: one fANOVA per arm (`vitscale.arm`) over that arm's tuning runs (phase "tune")
+only; the final phase re-runs one configuration over seeds and has nothing to attribute. Other
+studies: one per mixer x regime cell that holds more than one configuration. The parameters of a
+group are the space's entries whose `when:` holds for all its runs and that vary among them (what
+that arm's own search varied). A group with fewer than MIN_CONFIGS distinct configurations gets
+"too few runs (n)" instead of numbers. Importances are shares of that group's explained variance
+(they sum to 1 within a group, however small the group's spread of the objective, which is shown
+beside them). Test metrics are never read.
 """
 
 from __future__ import annotations
@@ -17,21 +24,65 @@ import numpy as np
 import pyarrow as pa
 
 from vitscale.analysis.canvas import axes, save
+from vitscale.analysis.style import SPARE_COLORS, legend
+from vitscale.models.registry import mixer_order, regime_order
+from vitscale.tracking.layout import arm_display, arm_key
 
-MIN_RUNS = 4
+MIN_CONFIGS = 4  # fewer distinct configurations in a group: no numbers
 CSV_FILE = "importance.csv"
+CSV_HEADER = ["arm", "phase", "parameter", "importance", "metric", "evaluator", "runs", "configs", "note"]
 
 
-def _rows(runs: pa.Table, keys: list[str], metric: str) -> list[dict]:
+def _groups(runs: pa.Table, comparison: bool) -> list[tuple[str, str, list[int]]]:
+    """(arm tag, phase, row indices): comparison arms over their tuning runs, else mixer x regime cells."""
+    if comparison:
+        rows: dict[str, list[int]] = {}
+        phase, arm = runs.column("phase").to_pylist(), runs.column("arm").to_pylist()
+        for i, (p, a) in enumerate(zip(phase, arm, strict=True)):
+            if p == "tune" and a:
+                rows.setdefault(a, []).append(i)
+        return [(a, "tune", r) for a, r in rows.items()]
+    mixers, regimes = runs.column("mixer").to_pylist(), runs.column("regime").to_pylist()
+    out = []
+    for regime in regime_order([r for r in regimes if r is not None]):
+        for mixer in mixer_order([m for m in mixers if m is not None]):
+            cell = [i for i in range(runs.num_rows) if mixers[i] == mixer and regimes[i] == regime]
+            if cell:
+                out.append((arm_key({"model.mixer": mixer, "model.regime": regime}), "all", cell))
+    return out
+
+
+def _rows(runs: pa.Table, keys: list[str], metric: str, rows: list[int]) -> list[dict]:
+    """The finished runs among `rows` with a finite objective: {row, params, value}."""
     if metric not in runs.column_names or "used" not in runs.column_names:
         return []
     cols = {k: runs.column(k).to_pylist() for k in keys}
     values, used = runs.column(metric).to_pylist(), runs.column("used").to_pylist()
     out = []
-    for i, ok in enumerate(used):
+    for i in rows:
         value = values[i]
-        if ok and value is not None and math.isfinite(value):
-            out.append({"params": {k: cols[k][i] for k in keys}, "value": float(value)})
+        if used[i] and value is not None and math.isfinite(value):
+            out.append({"row": i, "params": {k: cols[k][i] for k in keys}, "value": float(value)})
+    return out
+
+
+def _scalar(value) -> bool:
+    return value is not None and not isinstance(value, dict | list)
+
+
+def _searched(runs: pa.Table, space: dict, rows: list[int]) -> list[str]:
+    """The space's entries present in the table whose `when:` holds for every one of `rows`."""
+    out = []
+    for k, dist in space.items():
+        if not isinstance(dist, dict) or k not in runs.column_names:
+            continue
+        when = dist.get("when") if isinstance(dist.get("when"), dict) else {}
+        held = (
+            ck in runs.column_names and {str(v) for v in runs.column(ck).take(rows).to_pylist()} <= {str(cv)}
+            for ck, cv in when.items()
+        )
+        if all(held):
+            out.append(k)
     return out
 
 
@@ -48,21 +99,8 @@ def _distribution(dist: dict, observed: list):
     return CategoricalDistribution(sorted(set(observed), key=str))
 
 
-def importances(runs: pa.Table, space: dict | None, metric: str = "val_top1") -> list[dict]:
-    """[{parameter, importance}] by fANOVA, most important first; [] when it cannot be measured
-    (fewer than MIN_RUNS finished runs, no varied parameter present in every run)."""
-    if not isinstance(space, dict):
-        return []
-    keys = [k for k, d in space.items() if isinstance(d, dict) and k in runs.column_names]
-    rows = _rows(runs, keys, metric)
-    keys = [
-        k
-        for k in keys
-        if all(r["params"][k] is not None and not isinstance(r["params"][k], dict | list) for r in rows)
-        and len({str(r["params"][k]) for r in rows}) > 1
-    ]
-    if len(rows) < MIN_RUNS or not keys:
-        return []
+def fanova(rows: list[dict], space: dict, keys: list[str]) -> dict[str, float]:
+    """Normalised fANOVA importance of `keys` over `rows` (one Optuna trial each), most important first."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -73,38 +111,102 @@ def importances(runs: pa.Table, space: dict | None, metric: str = "val_top1") ->
         study.add_trial(optuna.trial.create_trial(params=params, distributions=dists, value=r["value"]))
     evaluator = optuna.importance.FanovaImportanceEvaluator(seed=0)
     found = optuna.importance.get_param_importances(study, evaluator=evaluator, normalize=True)
-    return [{"parameter": k, "importance": float(v), "runs": len(rows)} for k, v in found.items()]
+    return {k: float(v) for k, v in found.items()}
 
 
-def write_importance(rows: list[dict], out_dir: Path, metric: str) -> Path:
+def group_importance(runs: pa.Table, space: dict, rows: list[int], metric: str = "val_top1") -> dict:
+    """One group's {runs, configs, spread, importance: [{parameter, importance}], reason}."""
+    keys = _searched(runs, space, rows)
+    found = _rows(runs, keys, metric, rows)
+    keys = [k for k in keys if all(_scalar(r["params"][k]) for r in found)]
+    configs = len({tuple(str(r["params"][k]) for k in keys) for r in found})
+    values = [r["value"] for r in found]
+    out = {
+        "runs": len(found),
+        "configs": configs,
+        "spread": max(values) - min(values) if values else None,
+        "importance": [],
+        "reason": None,
+    }
+    varied = [k for k in keys if len({str(r["params"][k]) for r in found}) > 1]
+    if configs < MIN_CONFIGS or not varied:
+        out["reason"] = f"too few runs ({len(found)} finished, {configs} configurations)"
+        return out
+    imp = fanova(found, space, varied)
+    out["importance"] = [{"parameter": k, "importance": v} for k, v in imp.items()]
+    return out
+
+
+def importances(
+    runs: pa.Table, space: dict | None, metric: str = "val_top1", comparison: bool = False
+) -> list[dict]:
+    """Per arm (comparison: tuning runs only) or mixer x regime cell: {arm, phase, runs, configs,
+    spread, importance, reason}; [] when the study has no space. Non-comparison cells with a single
+    configuration are left out (nothing was searched there)."""
+    if not isinstance(space, dict):
+        return []
+    out = []
+    for arm, phase, rows in _groups(runs, comparison):
+        got = {"arm": arm, "phase": phase, **group_importance(runs, space, rows, metric)}
+        if comparison or got["configs"] > 1:
+            out.append(got)
+    return out
+
+
+def write_importance(groups: list[dict], out_dir: Path, metric: str) -> Path:
+    """One row per arm and parameter; an arm without numbers gets one row with its reason."""
     path = out_dir / CSV_FILE
     with path.open("w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["parameter", "importance", "metric", "evaluator", "runs"])
-        for r in rows:
-            writer.writerow([r["parameter"], f"{r['importance']:.4f}", metric, "fanova", r["runs"]])
+        writer.writerow(CSV_HEADER)
+        for g in groups:
+            head, tail = [g["arm"], g["phase"]], [metric, "fanova", g["runs"], g["configs"]]
+            if not g["importance"]:
+                writer.writerow([*head, "", "", *tail, g["reason"]])
+            for r in g["importance"]:
+                writer.writerow([*head, r["parameter"], f"{r['importance']:.4f}", *tail, ""])
     return path
 
 
-def importance_figure(rows: list[dict], out_dir: Path, metric: str) -> list[Path]:
-    fig, ax = axes(f"Hyperparameter importance for {metric} (fANOVA)", "importance", "")
-    names = [r["parameter"] for r in rows][::-1]
-    ax.barh(names, [r["importance"] for r in rows][::-1], color="#4c72b0")
+def importance_figure(groups: list[dict], out_dir: Path, metric: str) -> list[Path]:
+    """Grouped horizontal bars: one bar per arm for each parameter that arm searched."""
+    shown = [g for g in groups if g["importance"]]
+    names = list(dict.fromkeys(r["parameter"] for g in shown for r in g["importance"]))
+    fig, ax = axes(f"Hyperparameter importance for {metric} per arm (fANOVA)", "importance", "")
+    height = 0.8 / len(shown)
+    for j, g in enumerate(shown):
+        imp = {r["parameter"]: r["importance"] for r in g["importance"]}
+        ys = [i - 0.4 + (j + 0.5) * height for i in range(len(names)) if names[i] in imp]
+        ax.barh(
+            ys,
+            [imp[n] for n in names if n in imp],
+            height=height,
+            color=SPARE_COLORS[j % len(SPARE_COLORS)],
+            label=arm_display(g["arm"]),
+        )
+    ax.set_yticks(range(len(names)), names)
+    ax.invert_yaxis()
     ax.set_xlim(0, 1)
+    legend(ax, beside=len(shown) > 4)
     return save(fig, out_dir, "hyperparameter_importance")
 
 
-def parallel_figure(runs: pa.Table, keys: list[str], out_dir: Path, metric: str) -> list[Path]:
-    """One line per finished run across the searched parameters (each axis scaled to [0, 1];
-    categories at even spacing), coloured by the validation objective."""
+def parallel_figure(
+    runs: pa.Table, keys: list[str], members: dict[int, str], out_dir: Path, metric: str
+) -> list[Path]:
+    """One line per finished run of `members` (row -> arm) across the searched parameters (each
+    axis scaled to [0, 1]; categories at even spacing), coloured by the objective. With several
+    arms the arm is the first axis, so a difference between arms shows as the arm's."""
     from matplotlib import colormaps
 
-    rows = _rows(runs, keys, metric)
-    if not rows or not keys:
+    found = _rows(runs, keys, metric, list(members))
+    if not found or not keys:
         return []
+    several = len(set(members.values())) > 1
+    columns = [[arm_display(members[r["row"]]) for r in found]] if several else []
+    columns += [[r["params"][k] for r in found] for k in keys]
     axes_values = []
-    for k in keys:
-        raw = [r["params"][k] for r in rows]
+    for raw in columns:
         if all(isinstance(v, int | float) and not isinstance(v, bool) for v in raw if v is not None):
             nums = np.array([np.nan if v is None else float(v) for v in raw])
             if np.nanmin(nums) > 0 and np.nanmax(nums) / np.nanmin(nums) > 20:
@@ -115,25 +217,31 @@ def parallel_figure(runs: pa.Table, keys: list[str], out_dir: Path, metric: str)
             cats = sorted({str(v) for v in raw}, key=str)
             pos = {c: i / max(len(cats) - 1, 1) for i, c in enumerate(cats)}
             axes_values.append(np.array([pos[str(v)] for v in raw]))
-    values = np.array([r["value"] for r in rows])
+    values = np.array([r["value"] for r in found])
     norm = (values - values.min()) / (np.ptp(values) or 1.0)
     fig, ax = axes(f"Parallel coordinates, coloured by {metric}", "", "scaled value")
     cmap = colormaps["viridis"]
-    xs = np.arange(len(keys) + 1)
+    names = (["arm"] if several else []) + keys
+    xs = np.arange(len(names) + 1)
     for i in np.argsort(norm):
         ys = [a[i] for a in axes_values] + [norm[i]]
         ax.plot(xs, ys, color=cmap(norm[i]), alpha=0.7, lw=1)
-    ax.set_xticks(xs, [*keys, metric], rotation=20, ha="right")
+    ax.set_xticks(xs, [*names, metric], rotation=20, ha="right")
     return save(fig, out_dir, "parallel_coordinates")
 
 
-def analyse_importance(runs: pa.Table, space: dict | None, out_dir: Path, metric: str = "val_top1"):
-    """(importance rows, csv path or None, figure paths)."""
-    rows = importances(runs, space, metric)
+def analyse_importance(
+    runs: pa.Table, space: dict | None, out_dir: Path, metric: str = "val_top1", comparison: bool = False
+):
+    """(per-arm importance groups, csv path or None, figure paths)."""
+    groups = importances(runs, space, metric, comparison)
     paths: list[Path] = []
-    csv_path = None
-    if rows:
-        csv_path = write_importance(rows, out_dir, metric)
-        paths += importance_figure(rows, out_dir / "figures", metric)
-        paths += parallel_figure(runs, [r["parameter"] for r in rows], out_dir / "figures", metric)
-    return rows, csv_path, paths
+    csv_path = write_importance(groups, out_dir, metric) if groups else None
+    shown = [g for g in groups if g["importance"]]
+    if shown:
+        paths += importance_figure(groups, out_dir / "figures", metric)
+        keys = list(dict.fromkeys(r["parameter"] for g in shown for r in g["importance"]))
+        arms = {g["arm"] for g in shown}
+        members = {i: arm for arm, _, rows in _groups(runs, comparison) if arm in arms for i in rows}
+        paths += parallel_figure(runs, keys, members, out_dir / "figures", metric)
+    return groups, csv_path, paths

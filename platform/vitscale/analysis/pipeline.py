@@ -27,7 +27,15 @@ from vitscale.analysis.arms import arm_deltas, is_comparison, study_arms
 from vitscale.analysis.crossover import crossovers, write_crossovers
 from vitscale.analysis.exponents import cost_exponents
 from vitscale.analysis.fields import with_fields
-from vitscale.analysis.fits import HUBER_DELTA, MIN_DISTINCT_P, N_BOOT, clean_json, fit_to_dict, scaling_fits
+from vitscale.analysis.fits import (
+    HUBER_DELTA,
+    MIN_DISTINCT_P,
+    N_BOOT,
+    clean_json,
+    fit_rules,
+    fit_to_dict,
+    scaling_fits,
+)
 from vitscale.analysis.fronts import (
     bench_fronts,
     setting_columns,
@@ -144,7 +152,7 @@ def analyze(
         res.figure_paths = _figures(res)
         if res.kind != "benchmark":  # which searched parameters mattered (fANOVA), parallel coordinates
             res.importance, res.importance_path, paths = analyse_importance(
-                runs, snap.context.get("space"), out_dir
+                runs, snap.context.get("space"), out_dir, comparison=res.comparison
             )
             res.figure_paths += paths
 
@@ -184,6 +192,7 @@ def _write_fits(res: AnalysisResult, n_boot: int, seed: int) -> Path:
             "model": "error(P) = a * P**(-b) + c, error = 1 - val_top1, P = params",
             "method": f"log space, LSE form, Huber loss (delta={HUBER_DELTA}), L-BFGS-B from a grid of starts",
             "incomplete_runs": res.policy,
+            **fit_rules(),
         },
         "power_law": [fit_to_dict(f) for f in res.fits],
         "cost_exponents": res.cost_exponents,

@@ -13,12 +13,14 @@ import pyarrow.compute as pc
 
 from vitscale.analysis.exponents import METHOD_LABELS, QUANTITY_LABELS
 from vitscale.analysis.fields import as_float
-from vitscale.analysis.fits import MIN_DISTINCT_P
+from vitscale.analysis.fits import FLOOR_MARGIN, MIN_DISTINCT_P
+from vitscale.analysis.importance import MIN_CONFIGS
 from vitscale.analysis.markdown import num, outcomes, pm, si, table
 from vitscale.analysis.report_arms import arms_section, delta_section
 from vitscale.analysis.report_bench import bench_sections
 from vitscale.analysis.result import AnalysisResult
 from vitscale.models.registry import BASELINE, CANDIDATE, regime_order
+from vitscale.tracking.layout import arm_display
 
 KIND_NAMES = {"train": "Training", "benchmark": "Benchmark", "comparison": "Comparison"}
 
@@ -166,9 +168,11 @@ def fronts_section(res: AnalysisResult) -> list[str]:
 
 
 def fits_section(res: AnalysisResult) -> list[str]:
+    """The fits with what bounds their trust: dof, leave-one-size-out error, what the bootstrap
+    resampled, and whether the floor c lies below every observation (extrapolated)."""
     if not res.fits:
         return []
-    rows, notes = [], []
+    rows, notes, unresampled = [], [], {}
     for f in res.fits:
         g = f"{f.group['mixer']} · {f.group['regime']}"
         if f.status != "ok":
@@ -176,30 +180,43 @@ def fits_section(res: AnalysisResult) -> list[str]:
             continue
         if f.at_bound:
             notes.append(f"- {g}: at a bound: {', '.join(f.at_bound)} (its interval is not trustworthy)")
+        if f.bootstrap_note:
+            unresampled.setdefault(f.bootstrap_note, []).append(g)
         ci = {k: f"[{v[0]:.3g}, {v[1]:.3g}]" for k, v in f.ci.items()}
+        c_ci = f" [{', '.join(f'{100 * v:.2f}' for v in f.ci['c'])}]" if "c" in f.ci else ""
+        mark = {True: " extrapolated", None: " ?"}.get(f.floor_extrapolated, "")
+        loso = "—" if f.loso_rms is None else f"{f.loso_rms:.2f} ({f.loso_max:.2f})"
         rows.append(
             [
                 f.group["mixer"],
                 f.group["regime"],
-                f"{f.b:.3f} {ci.get('b', '')}",
-                f"{f.a:.3g} {ci.get('a', '')}",
-                f"{100 * f.c:.2f} % [{', '.join(f'{100 * v:.2f}' for v in f.ci.get('c', []))}]",
-                str(f.n_distinct),
-                f"{f.n_boot_ok}/{f.n_boot} ({f.bootstrap})",
+                f"{f.b:.3f} {ci.get('b', '')}".rstrip(),
+                f"{f.a:.3g} {ci.get('a', '')}".rstrip(),
+                f"{100 * f.c:.2f} %{c_ci}{mark}",
+                f"{f.n_distinct} ({f.dof})",
+                loso,
+                f"{f.n_boot_ok}/{f.n_boot} {f.bootstrap}",
                 outcomes(f.counts),
             ]
         )
+    notes += [f"- {', '.join(gs)}: {why}" for why, gs in unresampled.items()]
     out = [
         "## Scaling-law fits: error(P) = a·P^(−b) + c",
         "",
         "Fitted on finished runs (error = 1 − validation top-1, P = parameters) with at least "
         f"{MIN_DISTINCT_P} distinct sizes, in log space with a Huber loss from a grid of starts "
-        "(Besiroglu et al. 2024); 95 % bootstrap intervals in brackets, with how many resamples "
-        "succeeded ([fits.json](fits.json)).",
+        "(Besiroglu et al. 2024); 95 % bootstrap intervals in brackets ([fits.json](fits.json)). "
+        "*dof*: sizes − 3 fitted parameters. *LOSO*: refit without each size and predict it; RMS "
+        "(worst) miss in points of error. *bootstrap*: resamples that succeeded, and what they redrew "
+        "(seeds within each size, or whole runs when a size has one; +images: the validation images "
+        "too). c is *extrapolated* when its interval reaches ~0 or every size's mean error lies above "
+        f"it by more than {FLOOR_MARGIN:g}× the interval's half-width (no run reached the floor); "
+        "*?* where no interval lets that be judged.",
         "",
     ]
     if rows:
-        out += table(["mixer", "regime", "b", "a", "c (error floor)", "sizes", "bootstrap ok", "runs"], rows)
+        header = ["mixer", "regime", "b", "a", "c (error floor)", "sizes (dof)", "LOSO RMS (max), points"]
+        out += table([*header, "bootstrap", "runs"], rows)
     return out + notes + ([""] if notes else [])
 
 
@@ -265,13 +282,32 @@ def failures_section(res: AnalysisResult, limit: int = 100) -> list[str]:
 
 
 def importance_section(res: AnalysisResult) -> list[str]:
+    """One table with an arm column: per arm its fANOVA shares, or why it has none."""
     if not res.importance or res.importance_path is None:
         return []
     name = res.importance_path.name
-    rows = [[r["parameter"], f"{r['importance']:.3f}"] for r in res.importance]
-    runs = res.importance[0]["runs"]
-    title = f"## Which searched parameters mattered (fANOVA over {runs} finished runs, [{name}]({name}))"
-    return [title, "", *table(["parameter", "importance"], rows)]
+    rows = []
+    for g in res.importance:
+        spread = "—" if g["spread"] is None else f"{100 * g['spread']:.2f}"
+        head = [arm_display(g["arm"]), f"{g['runs']} ({g['configs']})", spread]
+        rows += [[*head, r["parameter"], f"{r['importance']:.3f}"] for r in g["importance"]]
+        if not g["importance"]:
+            rows.append([*head, "—", g["reason"]])
+    scope = (
+        "each arm's own tuning runs only (phase tune; never the final seeds, never pooled across arms)"
+        if res.comparison
+        else "each mixer × regime cell with more than one configuration, never pooled across cells"
+    )
+    return [
+        f"## Which searched parameters mattered, per arm (fANOVA, [{name}]({name}))",
+        "",
+        f"Over {scope}: pooled, a parameter whose range differs between arms takes the credit for the "
+        "arm difference. Importances are shares of the variance explained within the arm (they sum to 1 "
+        "however small its spread of validation top-1, the range over its runs); an arm with fewer than "
+        f"{MIN_CONFIGS} distinct configurations gets no numbers.",
+        "",
+        *table(["arm", "runs (configs)", "val top-1 spread (points)", "parameter", "importance"], rows),
+    ]
 
 
 def figures_section(res: AnalysisResult) -> list[str]:
