@@ -3,13 +3,15 @@
 Training study: 2 mixers x 2 regimes x 3 widths x 2 seeds, one FAILED trial, one stopped early,
 and a resumed second parent run that re-ran one trial (the newest run of that trial must win).
 Benchmark study: attention (sdpa, math) and ssog x 2 regimes x 4 resolutions, one `oom`.
-Comparison study: arms mixer x regime, tune and final phases, a reference tag and a spec.yaml.
+Comparison study: arms mixer x regime, tune and final phases, a reference tag and a spec.yaml;
+the discrete arms' final runs log per-image predictions (the ODE arms' do not, like older runs).
 Also `fake_run`: an in-memory stand-in for mlflow's Run, for tests that need no store.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,6 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from vitscale.tracking import layout
+from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT, predictions_path, write_predictions
 
 TRAIN_STUDY = "tiny_train"
 COMPARISON_STUDY = "tiny_comparison"
@@ -258,6 +261,34 @@ TUNED_LR = {
     ("ssog", "ode"): 3e-3,
 }
 COMPARISON_GAIN = {"discrete": 0.03, "ode": -0.01}  # ssog - attention per regime, before noise
+PREDICTION_IMAGES = {"val": 600, "test": 1000}
+PREDICTING_REGIMES = ("discrete",)  # the ODE arms' runs have no predictions (older runs)
+
+
+def image_correctness(rng: np.random.Generator, difficulty: np.ndarray, top1: float) -> np.ndarray:
+    """round(top1 · N) images right: the easiest by a shared latent difficulty plus run noise, so
+    two runs on the same images are correlated as real models are."""
+    k = int(round(top1 * difficulty.size))
+    order = np.argsort(difficulty + rng.normal(0, 0.7, difficulty.size), kind="stable")
+    correct = np.zeros(difficulty.size, dtype=bool)
+    correct[order[:k]] = True
+    return correct
+
+
+def log_predictions(client, run_id: str, metrics: dict, rng: np.random.Generator) -> None:
+    """predictions/{val,test}.parquet for a run whose val_top1 / test_top1 they reproduce; images
+    are listed in a shuffled order (the reader sorts by index)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for split, n in PREDICTION_IMAGES.items():
+            difficulty = np.random.default_rng(n).normal(0, 1, n)  # the split's images: the same per run
+            correct = image_correctness(rng, difficulty, metrics[f"{split}_top1"])
+            label = np.arange(n) % 10
+            predicted = np.where(correct, label, (label + 1) % 10)
+            order = rng.permutation(n)
+            path = write_predictions(
+                Path(tmp) / predictions_path(split), order, label[order], predicted[order]
+            )
+            client.log_artifact(run_id, str(path), PREDICTIONS_ARTIFACT)
 
 
 def comparison_trials() -> list[dict]:
@@ -323,6 +354,7 @@ def write_comparison_study(uri: str, artifacts: Path) -> None:
         },
     ).info.run_id
     client.log_text(parent, json.dumps({"name": COMPARISON_STUDY, "space": COMPARISON_SPACE}), "spec.yaml")
+    rng = np.random.default_rng(11)
     for t in comparison_trials():
         tags = {
             layout.STUDY: COMPARISON_STUDY,
@@ -331,4 +363,6 @@ def write_comparison_study(uri: str, artifacts: Path) -> None:
             layout.STATUS: t["status"],
             **t["tags"],
         }
-        _log_run(client, exp, parent, tags, t["params"], [], t["metrics"], status=t["status"])
+        run_id = _log_run(client, exp, parent, tags, t["params"], [], t["metrics"], status=t["status"])
+        if t["tags"][layout.PHASE] == "final" and t["params"]["model.regime"] in PREDICTING_REGIMES:
+            log_predictions(client, run_id, t["metrics"], rng)

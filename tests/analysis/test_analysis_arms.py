@@ -1,5 +1,5 @@
-"""Arms, seed-paired Δ, incomplete-run policies, did-not-train runs and comparison tuning records,
-analysed offline from snapshots built of in-memory runs (analysis_stores.fake_run)."""
+"""Arms, seed-paired Δ, verdicts on test, incomplete-run policies, did-not-train runs and comparison
+tuning records, analysed offline from snapshots built of in-memory runs (analysis_stores.fake_run)."""
 
 from __future__ import annotations
 
@@ -73,22 +73,32 @@ def test_study_delta_matches_a_hand_computation_on_validation_and_test(tmp_path)
                 )
             )
     res = _analyze(tmp_path, runs)
-    deltas = {d.metric: d for d in res.deltas}
+    (c,) = res.comparisons
     d = SSOG - ATT
     half = stats.t.ppf(0.975, 4) * d.std(ddof=1) / math.sqrt(5)
-    assert deltas["val_top1"].delta.mean == pytest.approx(d.mean())
-    assert deltas["val_top1"].delta.ci95 == pytest.approx(half) and deltas["val_top1"].verdict == "better"
+    assert c.val.mean == pytest.approx(d.mean()) and c.val.ci95 == pytest.approx(half)  # information
     dt = d + 0.001 * np.arange(5)
-    assert deltas["test_top1"].delta.mean == pytest.approx(dt.mean())
-    assert deltas["test_top1"].delta.ci95 == pytest.approx(
-        stats.t.ppf(0.975, 4) * dt.std(ddof=1) / math.sqrt(5)
-    )
+    half_t = stats.t.ppf(0.975, 4) * dt.std(ddof=1) / math.sqrt(5)
+    assert c.test.t.mean == pytest.approx(dt.mean()) and c.test.t.ci95 == pytest.approx(half_t)
+    # no per-image predictions: the verdict reads the seed-paired t test on test
+    p_t = stats.ttest_1samp(dt, 0.0).pvalue
+    assert c.test.boot is None and c.test.route == "t" and c.test.claim == "difference"
+    assert c.test.p == pytest.approx(p_t) and c.test.p_holm == pytest.approx(p_t) and c.test.family == 1
+    assert c.verdict == "better"
     report = res.report_path.read_text()
-    row = f"| ssog · discrete · 64 | attention · discrete · 64 | {100 * d.mean():+.2f} ± {100 * half:.2f} (n=5) |"
+    row = (
+        f"| ssog · discrete · 64 | attention · discrete · 64 | {100 * dt.mean():+.2f} ± {100 * half_t:.2f} "
+        f"(n=5) | — (no per-image predictions) | {100 * d.mean():+.2f} ± {100 * half:.2f} (n=5) | 5 | — |"
+    )
     assert row in report and "incomplete runs **dropped**" in report
+    assert "| ±1 | better | 5/5 used | 5/5 used |" in report
+    assert "No per-image predictions (older runs) for ssog · discrete · 64 − attention" in report
     with open(res.out_dir / "deltas.csv") as fh:
-        rows = {r["metric"]: r for r in csv.DictReader(fh)}
-    assert float(rows["val_top1"]["delta_ci95"]) == pytest.approx(half) and rows["val_top1"]["n_pairs"] == "5"
+        (csv_row,) = list(csv.DictReader(fh))
+    assert float(csv_row["test_delta_ci95"]) == pytest.approx(half_t) and csv_row["n_seeds"] == "5"
+    assert float(csv_row["val_delta_ci95"]) == pytest.approx(half) and csv_row["verdict"] == "better"
+    assert float(csv_row["p_holm"]) == pytest.approx(p_t) and csv_row["margin_points"] == "1"
+    assert csv_row["arm_n_used"] == "5" and csv_row["reference_n_runs"] == "5"
 
 
 def _fragile_study() -> list:
@@ -104,27 +114,29 @@ def _fragile_study() -> list:
             runs.append(_run(n, "ssog", seed, {"val_top1": 0.35}, **tags))  # an early epoch's value
         else:
             spread = 0.002 * (seed - 4)  # differences 0.018, 0.02, 0.022: they spread, mean 0.02
-            runs.append(_run(n, "ssog", seed, {"val_top1": 0.82 + shift + spread, "test_top1": 0.81 + shift}))
+            val = 0.82 + shift + spread
+            runs.append(_run(n, "ssog", seed, {"val_top1": val, "test_top1": val - 0.01}))
     return runs
 
 
 @pytest.mark.parametrize("policy", ["drop", "chance"])
 def test_an_arm_that_fails_more_often_is_not_reported_as_better(tmp_path, policy):
     res = _analyze(tmp_path, _fragile_study(), incomplete=policy)
-    val = next(d for d in res.deltas if d.metric == "val_top1")
+    (c,) = res.comparisons
     ssog = next(a for a in res.arms if a.label.startswith("ssog"))
     assert ssog.counts["n_failed"] == 3 and ssog.counts["n_runs"] == 6
-    assert val.verdict != "better"
+    assert c.verdict != "better"
     report = res.report_path.read_text()
     assert "3/6 used, 3 failed" in report
-    if policy == "drop":  # the 3 survivors look better, but the verdict names the lost runs
-        assert val.delta.n == 3 and val.delta.mean == pytest.approx(0.02)
-        assert val.verdict.startswith("not established: ssog · discrete · 64 lost 3/6 runs")
+    if policy == "drop":  # the 3 survivors look better on test, but the verdict names the lost runs
+        assert c.test.t.n == 3 and c.test.t.mean == pytest.approx(0.02)
+        assert c.test.verdict == "better"  # what the statistics alone say
+        assert c.verdict.startswith("not established: ssog · discrete · 64 lost 3/6 runs")
         assert "**dropped**" in report
     else:  # failed seeds score chance (digits: 1/10)
-        expected = np.mean([0.1 - (0.80 + 0.01 * s) for s in range(3)] + [0.02] * 3)
-        assert val.delta.n == 6 and val.delta.mean == pytest.approx(expected)
-        assert ssog.stats["val_top1"][2] == 6 and "**scored as chance**" in report
+        expected = np.mean([0.1 - (0.79 + 0.01 * s) for s in range(3)] + [0.02] * 3)
+        assert c.test.t.n == 6 and c.test.t.mean == pytest.approx(expected)
+        assert ssog.stats["test_top1"][2] == 6 and "**scored as chance**" in report
 
 
 def test_did_not_train_runs_are_tagged_derived_and_counted(tmp_path):
@@ -167,15 +179,16 @@ def test_comparison_arms_reference_budget_tuned_config_and_edges(tmp_path):
         "model.mixer=ssog,model.regime=discrete",
         "model.mixer=ssog,model.regime=ode",
     ]
-    deltas = {(d.candidate, d.metric): d for d in res.deltas}
-    assert len(deltas) == 4  # ssog vs attention per regime, on val and test
-    disc = deltas[("model.mixer=ssog,model.regime=discrete", "val_top1")]
-    assert disc.reference == "model.mixer=attention,model.regime=discrete" and disc.delta.n == 4
-    assert disc.delta.mean == pytest.approx(0.03, abs=0.004) and disc.verdict == "better"
-    ode = deltas[("model.mixer=ssog,model.regime=ode", "test_top1")]
-    assert ode.reference == "model.mixer=attention,model.regime=ode" and ode.delta.mean == pytest.approx(
-        -0.01, abs=0.004
-    )
+    comparisons = {c.candidate: c for c in res.comparisons}
+    assert len(comparisons) == 2  # ssog vs attention per regime
+    disc = comparisons["model.mixer=ssog,model.regime=discrete"]
+    assert disc.reference == "model.mixer=attention,model.regime=discrete" and disc.test.t.n == 4
+    assert disc.test.t.mean == pytest.approx(0.03, abs=0.004) and disc.verdict == "better"
+    assert disc.val.mean == pytest.approx(0.03, abs=0.004)  # beside it, as information
+    ode = comparisons["model.mixer=ssog,model.regime=ode"]
+    assert ode.reference == "model.mixer=attention,model.regime=ode"
+    assert ode.test.t.mean == pytest.approx(-0.01, abs=0.004) and ode.verdict == "worse"
+    assert disc.test.family == ode.test.family == 2  # Holm across the report's two comparisons
     arms = {a.label: a for a in res.arms}
     ssog_ode = arms["model.mixer=ssog,model.regime=ode"].tuning
     assert ssog_ode["budget"] == {
@@ -236,18 +249,20 @@ def test_cli_prints_each_delta_with_its_policy(tmp_path, capsys):
         ]
     )
     out = capsys.readouterr().out
-    assert "Δ val top-1 ssog · discrete · 64 − attention · discrete · 64: -" in out
-    assert "n=6" in out and "incomplete runs: chance" in out and "3 failed" in out
+    assert "Verdicts on test (margin ±1 point, incomplete runs: chance):" in out
+    assert "ssog · discrete · 64 − attention · discrete · 64: " in out
+    assert "  Δ test -" in out and "(t, n=6 seeds)" in out and "information only" in out
+    assert "3 failed" in out and all(len(line) <= 80 for line in out.splitlines() if "Δ" in line)
 
 
-def test_no_verdict_from_two_seeds_or_from_identical_differences():
-    from vitscale.analysis.arms import Arm, verdict
-    from vitscale.analysis.paired import PairedDelta
+def test_no_verdict_or_interval_from_two_seeds_or_from_identical_differences():
+    from vitscale.analysis.contest import Pair, judge
 
-    arm = Arm("a", {}, [], counts={"n_runs": 3, "n_used": 3})
-    assert verdict(PairedDelta(0.05, 0.01, 2, [0, 1]), arm, arm, "drop").startswith("undecided (n=2")
-    assert verdict(PairedDelta(0.028, 0.0, 3, [0, 1, 2]), arm, arm, "drop").startswith(
-        "undecided (n=3: every"
-    )
-    assert verdict(PairedDelta(0.0, 0.0, 3, [0, 1, 2]), arm, arm, "drop") == "no clear difference"
-    assert verdict(PairedDelta(0.05, 0.01, 3, [0, 1, 2]), arm, arm, "drop") == "better"
+    two = judge([Pair({0: 0.85, 1: 0.86}, {0: 0.80, 1: 0.80})], margin=0.01)[0]
+    assert two.verdict.startswith("undecided (n=2 seeds") and math.isnan(two.t.ci95) and not two.claim
+    same = judge([Pair({0: 0.828, 1: 0.838, 2: 0.848}, {0: 0.80, 1: 0.81, 2: 0.82})], margin=0.01)[0]
+    assert same.verdict.startswith("undecided (n=3: every seed gives the same Δ")
+    spread = Pair({0: 0.85, 1: 0.86, 2: 0.875}, {0: 0.80, 1: 0.81, 2: 0.82})
+    assert judge([spread], margin=0.01)[0].verdict == "better"
+    tiny = Pair({0: 0.8001, 1: 0.8098, 2: 0.8202}, {0: 0.80, 1: 0.81, 2: 0.82})
+    assert judge([tiny], margin=0.01)[0].verdict == "equivalent within ±1"  # never "no clear difference"

@@ -214,3 +214,52 @@ def test_comparison_reads_reference_and_space_from_the_parent_run(comparison):
     assert arms["model.mixer=ssog,model.regime=ode"].tuning["budget"]["n_failed"] == 1
     report = res.report_path.read_text()
     assert "| ssog · discrete | attention · discrete | +" in report
+
+
+def test_comparison_verdicts_read_test_with_the_image_bootstrap(comparison):
+    """Discrete arms logged per-image predictions (bootstrap over seeds x images); ODE arms did not
+    (t-interval only, and the report says so). Both redraws agree to the byte."""
+    res, redrawn = comparison
+    assert res.predictions_path == res.out_dir / "predictions.parquet"
+    preds = pq.read_table(res.predictions_path)
+    assert preds.column_names == ["run_id", "split", "index", "correct"]
+    assert preds.num_rows == 8 * (600 + 1000)  # 2 discrete arms x 4 final seeds, val and test
+    assert redrawn.predictions_path.read_bytes() == res.predictions_path.read_bytes()
+    by_arm = {c.candidate: c for c in res.comparisons}
+    disc = by_arm["model.mixer=ssog,model.regime=discrete"]
+    assert disc.test.route == "bootstrap" and disc.test.boot.n_images == 1000
+    assert disc.test.boot.over == "seeds × images" and disc.test.boot.n_seeds == 4
+    assert disc.test.boot.low < disc.test.boot.mean < disc.test.boot.high
+    assert disc.test.boot.mean == pytest.approx(disc.test.t.mean, abs=0.001)  # predictions match top-1
+    assert disc.verdict == "better" and disc.test.family == 2
+    ode = by_arm["model.mixer=ssog,model.regime=ode"]
+    assert ode.test.boot is None and ode.test.route == "t" and ode.verdict == "worse"
+    report = res.report_path.read_text()
+    assert "## Δ top-1 against the reference: verdicts on test" in report
+    b = disc.test.boot
+    cell = f"{100 * b.mean:+.2f} [{100 * b.low:+.2f}, {100 * b.high:+.2f}]"
+    assert f"| ssog · discrete | attention · discrete | {100 * disc.test.t.mean:+.2f} ± " in report
+    assert f"| {cell} |" in report and "| 1000 |" in report and "| ±1 | better |" in report
+    assert "No per-image predictions (older runs) for ssog · ode − attention · ode" in report
+    assert "Holm-adjusted across the k = 2 comparisons" in report
+    rows = {r["arm"]: r for r in pacsv.read_csv(res.out_dir / "deltas.csv").to_pylist()}
+    row = rows["model.mixer=ssog,model.regime=discrete"]
+    assert row["boot_low"] == pytest.approx(b.low) and row["n_test_images"] == 1000
+    assert row["verdict"] == "better" and row["p_from"] == "bootstrap" and row["holm_k"] == 2
+    assert rows["model.mixer=ssog,model.regime=ode"]["p_from"] == "t"
+    assert (redrawn.out_dir / "deltas.csv").read_bytes() == (res.out_dir / "deltas.csv").read_bytes()
+
+
+def test_predictions_download_quietly_and_older_runs_have_none(comparison, stores, capfd):
+    from vitscale.analysis.predictions import fetch_predictions
+
+    res = comparison[0]
+    phase, regime = res.runs.column("phase").to_pylist(), res.runs.column("model.regime").to_pylist()
+    ids = res.runs.column("run_id").to_pylist()
+    with_preds = next(ids[i] for i in range(len(ids)) if phase[i] == "final" and regime[i] == "discrete")
+    without = next(ids[i] for i in range(len(ids)) if phase[i] == "final" and regime[i] == "ode")
+    capfd.readouterr()
+    got = fetch_predictions(stores["uri"], [without, with_preds])
+    assert set(got.column("run_id").to_pylist()) == {with_preds}
+    assert sorted(set(got.column("split").to_pylist())) == ["test", "val"]
+    assert "Downloading artifacts" not in capfd.readouterr().err

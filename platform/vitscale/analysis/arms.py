@@ -1,11 +1,12 @@
-"""Arms and their seed-paired Δ top-1 against the reference arm, on validation and on test.
+"""Arms: which runs make each arm, its reference arm, and its per-seed top-1 with mean ± CI.
 
 Comparison studies (`kind: comparison`): an arm is the `vitscale.arm` tag; its numbers come from
 its final-phase runs (the tuned configuration re-run over seeds), its reference arm matches the
 parent run's `vitscale.reference` on those keys and equals the arm on the others. Other training
 studies: an arm is mixer × regime × width, its configuration the one with the best validation mean
 (never test), and the reference the attention arm of the same regime and width.
-Every arm and Δ carries its outcome counts; `policy` says how runs without a final number count.
+Every arm carries its outcome counts; `policy` says how runs without a final number count. Their
+comparisons (Δ and verdicts on test): analysis.verdicts.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ import pyarrow as pa
 
 from vitscale.analysis.aggregate import group_keys, mean_ci
 from vitscale.analysis.outcomes import outcome_counts, scored
-from vitscale.analysis.paired import PairedDelta, by_seed, paired_delta
+from vitscale.analysis.paired import by_seed
 from vitscale.models.registry import BASELINE, regime_order
-from vitscale.tracking.layout import arm_display, parse_arm
+from vitscale.tracking.layout import parse_arm
 
-METRICS = ("val_top1", "test_top1")  # test is reported beside validation, never used to choose
+METRICS = ("val_top1", "test_top1")  # validation chose the configurations; verdicts read test
 DEFAULT_REFERENCE = {"model.mixer": BASELINE}
 
 
@@ -42,22 +43,6 @@ class Arm:
     @property
     def lost(self) -> int:
         return self.counts["n_runs"] - self.counts["n_used"]
-
-
-@dataclass
-class ArmDelta:
-    """Candidate − reference on one metric, seed-paired, with a verdict that respects lost runs."""
-
-    candidate: str
-    reference: str
-    metric: str
-    delta: PairedDelta
-    verdict: str
-
-    @property
-    def shown(self) -> str:
-        """'ssog · ode − attention · ode': the two arms as people read them."""
-        return f"{arm_display(self.candidate)} − {arm_display(self.reference)}"
 
 
 def is_comparison(kind: str, table: pa.Table) -> bool:
@@ -125,44 +110,6 @@ def reference_of(arm: Arm, arms: list[Arm], reference: dict) -> Arm | None:
         return None
     want = {**arm.key, **ref}
     return next((a for a in arms if a.key == want), None)
-
-
-MIN_VERDICT_SEEDS = 3  # with 2, one seed's luck decides and the t-interval is 12.7 standard errors wide
-
-
-def verdict(d: PairedDelta, cand: Arm, ref: Arm, policy: str) -> str:
-    """'better' / 'worse' only from MIN_VERDICT_SEEDS paired seeds whose differences spread (a
-    zero-width interval from identical differences, common with accuracies on a small split, is
-    no evidence), when the interval excludes 0 and, when runs were dropped, the arm that looks
-    better did not lose more of its runs than the other."""
-    if d.n < MIN_VERDICT_SEEDS or not np.isfinite(d.ci95):
-        return f"undecided (n={d.n}; a verdict needs {MIN_VERDICT_SEEDS} paired seeds)"
-    if d.mean - d.ci95 <= 0 <= d.mean + d.ci95:
-        return "no clear difference"
-    if d.ci95 == 0:
-        return f"undecided (n={d.n}: every seed gives the same Δ, so the interval says nothing)"
-    better = d.mean > 0
-    winner, loser = (cand, ref) if better else (ref, cand)
-    lost_w, lost_l = (
-        winner.lost / max(winner.counts["n_runs"], 1),
-        loser.lost / max(loser.counts["n_runs"], 1),
-    )
-    if policy == "drop" and lost_w > lost_l:
-        return f"not established: {winner.label} lost {winner.lost}/{winner.counts['n_runs']} runs (try --incomplete chance)"
-    return "better" if better else "worse"
-
-
-def arm_deltas(arms: list[Arm], reference: dict, policy: str) -> list[ArmDelta]:
-    """Seed-paired Δ of every non-reference arm against its reference arm, per metric."""
-    out = []
-    for arm in arms:
-        ref = reference_of(arm, arms, reference)
-        if ref is None:
-            continue
-        for m in arm.per_seed:
-            d = paired_delta(arm.per_seed[m], ref.per_seed.get(m, {}))
-            out.append(ArmDelta(arm.label, ref.label, m, d, verdict(d, arm, ref, policy)))
-    return out
 
 
 def study_arms(

@@ -216,7 +216,11 @@ def _evidence(
         if t.n == 1 and np.isin(cand, (0, 1)).all() and np.isin(ref, (0, 1)).all():
             j.mcnemar_p = mcnemar_p(cand[0], ref[0])
     if t.n == 0:
-        j.verdict = "undecided (no paired seeds)"
+        j.verdict = (
+            "undecided (no paired seeds)"
+            if pair.candidate and pair.reference
+            else "undecided (no test top-1)"
+        )
     elif t.n < MIN_VERDICT_SEEDS:
         j.verdict = _too_few_seeds(j)
     elif j.boot is not None and np.ptp(j.boot.draws) > NO_SPREAD:

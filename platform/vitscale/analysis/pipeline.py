@@ -10,6 +10,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 from rich.console import Console
 from rich.progress import (
@@ -23,7 +24,8 @@ from rich.progress import (
 
 from vitscale.analysis import figures as figs
 from vitscale.analysis.aggregate import aggregate_replicates
-from vitscale.analysis.arms import arm_deltas, is_comparison, study_arms
+from vitscale.analysis.arms import Arm, is_comparison, study_arms
+from vitscale.analysis.contest import N_RESAMPLES
 from vitscale.analysis.crossover import crossovers, write_crossovers
 from vitscale.analysis.exponents import cost_exponents
 from vitscale.analysis.fields import with_fields
@@ -46,12 +48,20 @@ from vitscale.analysis.fronts import (
 )
 from vitscale.analysis.importance import analyse_importance
 from vitscale.analysis.outcomes import POLICIES, with_outcomes
+from vitscale.analysis.predictions import (
+    PREDICTIONS_FILE,
+    empty,
+    fetch_predictions,
+    read_predictions_table,
+    write_predictions_table,
+)
 from vitscale.analysis.report import write_report
 from vitscale.analysis.report_arms import write_arms
 from vitscale.analysis.result import AnalysisResult
 from vitscale.analysis.runs import StudyRuns, load_study_runs
 from vitscale.analysis.snapshot import read_snapshot, write_snapshot
 from vitscale.analysis.tuning import add_tuning
+from vitscale.analysis.verdicts import compare_arms
 from vitscale.errors import UserError, make_folder
 from vitscale.tracking import store
 
@@ -66,17 +76,21 @@ def analyze(
     n_boot: int = N_BOOT,
     seed: int = 0,
     incomplete: str = "drop",
+    margin: float = 1.0,
     log_artifacts: bool = True,
     console: Console | None = None,
 ) -> AnalysisResult:
     """Analyse `study` from MLflow (or a runs.parquet snapshot) into `out` (default reports/STUDY/).
 
     `incomplete` ("drop" | "chance") says how failed, stopped-early and killed runs count in the
-    arm means and Δ. From MLflow the whole output directory is logged back under `analysis/` of
-    the study's newest parent run; from a snapshot nothing is logged.
+    arm means and Δ; `margin` (points of top-1) is the equivalence margin of the verdicts. From
+    MLflow the whole output directory is logged back under `analysis/` of the study's newest
+    parent run; from a snapshot nothing is logged.
     """
     if incomplete not in POLICIES:
         raise UserError(f"--incomplete: {incomplete!r} is not one of {', '.join(POLICIES)}")
+    if not 0 < margin < 100:
+        raise UserError(f"--margin: {margin:g} points is not between 0 and 100; pass e.g. --margin 1")
     out_dir = Path(out) if out is not None else Path("reports") / study
     console = console or Console(stderr=True)
     columns = (
@@ -106,6 +120,9 @@ def analyze(
             parent_run_ids=source.parent_run_ids,
             runs_path=runs_path,
             policy=incomplete,
+            margin=margin / 100,
+            n_resamples=N_RESAMPLES,
+            seed=seed,
         )
 
         progress.update(step, advance=1, description="aggregating replicates")
@@ -128,7 +145,10 @@ def analyze(
             res.arms, res.reference = study_arms(res.kind, runs, params, snap.context, incomplete)
             if res.comparison:
                 add_tuning(runs, res.arms, snap.context.get("space"))
-            res.deltas = arm_deltas(res.arms, res.reference, res.policy)
+            preds = _predictions(source, from_parquet, res, progress)
+            res.comparisons = compare_arms(
+                res.arms, res.reference, runs, preds, res.policy, res.margin, seed, res.n_resamples
+            )
             write_arms(res)
 
         progress.update(step, advance=1, description="scaling-law fits (bootstrap)")
@@ -178,6 +198,37 @@ def _read(
             f"pass `vitscale analyze {snap.study} --from {from_parquet}`"
         )
     return snap
+
+
+def _predictions(
+    source: StudyRuns, from_parquet: Path | str | None, res: AnalysisResult, progress
+) -> pa.Table:
+    """The per-image predictions of the arms' finished runs, written to predictions.parquet and
+    read back: from MLflow, or from the predictions.parquet beside `--from`'s runs.parquet."""
+    path = res.out_dir / PREDICTIONS_FILE
+    if from_parquet is None:
+        run_ids = _arm_run_ids(res.runs, res.arms)
+        task = progress.add_task("  per-image predictions", total=len(run_ids))
+        table = (
+            fetch_predictions(source.tracking_uri, run_ids, lambda: progress.advance(task))
+            if source.tracking_uri
+            else empty()
+        )
+        progress.remove_task(task)
+    else:
+        beside = Path(from_parquet).parent / PREDICTIONS_FILE
+        table = read_predictions_table(beside)
+        if beside.resolve() == path.resolve():
+            res.predictions_path = path if table.num_rows else None
+            return table
+    res.predictions_path = write_predictions_table(table, path)
+    return read_predictions_table(path)  # analyse what was written, as with runs.parquet
+
+
+def _arm_run_ids(runs: pa.Table, arms: list[Arm]) -> list[str]:
+    """The finished runs behind the arms (the only ones a verdict pairs), sorted."""
+    ids, used = runs.column("run_id").to_pylist(), runs.column("used").to_pylist()
+    return sorted({ids[i] for arm in arms for i in arm.rows if used[i]})
 
 
 def _write_fits(res: AnalysisResult, n_boot: int, seed: int) -> Path:

@@ -64,9 +64,9 @@ def paper_table(res: AnalysisResult) -> list[str]:
         cells.setdefault((reg[i], wid[i], mix[i]), []).append(i)
     arm_key = {a.label: a.key for a in res.arms}
     deltas = {
-        (arm_key[d.candidate].get("model.regime"), arm_key[d.candidate].get("model.width")): d
-        for d in res.deltas
-        if d.metric == "val_top1" and arm_key[d.candidate].get("model.mixer") == CANDIDATE
+        (arm_key[c.candidate].get("model.regime"), arm_key[c.candidate].get("model.width")): c.val
+        for c in res.comparisons
+        if c.val is not None and arm_key[c.candidate].get("model.mixer") == CANDIDATE
     }
     best = {k: max(v, key=lambda i: (np.nan_to_num(top1[i], nan=-1.0), -i)) for k, v in cells.items()}
     rows, several = [], False
@@ -81,7 +81,7 @@ def paper_table(res: AnalysisResult) -> list[str]:
                 row += ["—", "—"] if i is None else [pm(top1[i], ci[i], n[i], 100), si(params[i])]
             if a is not None and s is not None:
                 d = deltas.get((regime, str(width)))
-                dtext = pm(d.delta.mean, d.delta.ci95, d.delta.n, 100, signed=True) if d else "—"
+                dtext = pm(d.mean, d.ci95, d.n, 100, signed=True) if d else "—"
                 row += [dtext, f"{100 * (params[s] / params[a] - 1):+.1f} %"]
             else:
                 row += ["—", "—"]
@@ -103,7 +103,8 @@ def paper_table(res: AnalysisResult) -> list[str]:
         rows,
     )
     out += [
-        "Counts of failed, stopped-early and did-not-train runs per Δ: *Δ top-1 against the reference*.",
+        "Δ val is information (validation chose these configurations); verdicts on test and the counts "
+        "of failed, stopped-early and did-not-train runs per Δ: *Δ top-1 against the reference*.",
         "",
     ]
     if several:

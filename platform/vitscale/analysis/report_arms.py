@@ -1,17 +1,22 @@
 """Arm sections of report.md and their CSVs: each arm's top-1 (validation and test) with its
-outcome counts, the seed-paired Δ against the reference arm, and for comparison studies the
-tuning budget, tuned configuration and edge-of-range flags."""
+outcome counts, each comparison against the reference arm (Δ test with the seed-paired t-interval
+and the seeds × images bootstrap, Δ val as information, p, margin, verdict), and for comparison
+studies the tuning budget, tuned configuration and edge-of-range flags."""
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from vitscale.analysis.arms import METRICS
+from vitscale.analysis.contest import ALPHA, BOOTSTRAP, ImageBootstrap, Judgement
 from vitscale.analysis.markdown import outcomes, pm, table
+from vitscale.analysis.paired import MIN_VERDICT_SEEDS
 from vitscale.analysis.result import AnalysisResult
+from vitscale.analysis.verdicts import Comparison
 from vitscale.tracking.layout import arm_display
 
 POLICY_TEXT = {
@@ -23,7 +28,7 @@ POLICY_TEXT = {
 
 
 def write_arms(res: AnalysisResult) -> None:
-    """arms.csv (one row per arm) and deltas.csv (one row per arm × metric Δ) in the output folder."""
+    """arms.csv (one row per arm) and deltas.csv (one row per comparison) in the output folder."""
     if not res.arms:
         return
     arm_rows = []
@@ -39,68 +44,142 @@ def write_arms(res: AnalysisResult) -> None:
             row["at_edge"] = json.dumps(arm.tuning["edges"], sort_keys=True)
         arm_rows.append(row)
     pacsv.write_csv(pa.Table.from_pylist(arm_rows), res.out_dir / "arms.csv")
-    if res.deltas:
-        delta_rows = [
-            {
-                "arm": d.candidate,
-                "reference": d.reference,
-                "metric": d.metric,
-                "delta_mean": d.delta.mean,
-                "delta_ci95": d.delta.ci95,
-                "n_pairs": d.delta.n,
-                "seeds": json.dumps(d.delta.seeds, default=str),
-                "verdict": d.verdict,
-                "policy": res.policy,
-            }
-            for d in res.deltas
-        ]
-        pacsv.write_csv(pa.Table.from_pylist(delta_rows), res.out_dir / "deltas.csv")
+    if res.comparisons:
+        rows = [_delta_row(c, res) for c in res.comparisons]
+        pacsv.write_csv(pa.Table.from_pylist(rows), res.out_dir / "deltas.csv")
+
+
+def _delta_row(c: Comparison, res: AnalysisResult) -> dict:
+    """One comparison of deltas.csv: Δ test (t and bootstrap), Δ val, p, margin, verdict, outcomes."""
+    j, boot, val = c.test, c.test.boot, c.val
+    by_label = {a.label: a for a in res.arms}
+    row = {
+        "arm": c.candidate,
+        "reference": c.reference,
+        "test_delta_mean": j.t.mean,
+        "test_delta_ci95": j.t.ci95,
+        "n_seeds": j.t.n,
+        "seeds": json.dumps(j.t.seeds, default=str),
+        "boot_delta_mean": boot.mean if boot else None,
+        "boot_low": boot.low if boot else None,
+        "boot_high": boot.high if boot else None,
+        "boot_over": boot.over if boot else None,
+        "n_test_images": boot.n_images if boot else None,
+        "mcnemar_p": j.mcnemar_p,
+        "val_delta_mean": val.mean if val else None,
+        "val_delta_ci95": val.ci95 if val else None,
+        "val_n_seeds": val.n if val else None,
+        "p_from": j.route or None,
+        "claim": j.claim or None,
+        "p": j.p,
+        "p_holm": j.p_holm,
+        "holm_k": j.family,
+        "margin_points": 100 * c.margin,
+        "verdict": c.verdict,
+        "policy": res.policy,
+    }
+    for side, label in (("arm", c.candidate), ("reference", c.reference)):
+        row.update({f"{side}_{k}": v for k, v in by_label[label].counts.items()})
+    return row
 
 
 def delta_section(res: AnalysisResult) -> list[str]:
-    """Δ top-1 of each arm against its reference, validation and test, with both arms' outcomes."""
-    if not res.deltas:
+    """Each arm against its reference: the verdict on test with its intervals, validation beside it."""
+    if not res.comparisons:
         return []
     by_label = {a.label: a for a in res.arms}
-    cells: dict[tuple[str, str], dict] = {}
-    for d in res.deltas:
-        cells.setdefault((d.candidate, d.reference), {})[d.metric] = d
-    rows = []
-    for (cand, ref), ds in cells.items():
-        val, test = ds.get("val_top1"), ds.get("test_top1")
-        rows.append(
-            [
-                arm_display(cand),
-                arm_display(ref),
-                pm(val.delta.mean, val.delta.ci95, val.delta.n, 100, signed=True) if val else "—",
-                pm(test.delta.mean, test.delta.ci95, test.delta.n, 100, signed=True) if test else "—",
-                val.verdict if val else "—",
-                outcomes(by_label[cand].counts),
-                outcomes(by_label[ref].counts),
-            ]
-        )
-    ref_text = ", ".join(f"{k}={v}" for k, v in res.reference.items())
-    return [
-        "## Δ top-1 against the reference (seed-paired)",
-        "",
-        f"Δ = arm − reference ({ref_text}) in points, the mean of per-seed differences (paired by "
-        "`train.seed`) ± its 95 % Student-t interval, n = seeds both arms have. The verdict reads "
-        "validation only; test is evaluated once per finished trial and only reported. "
-        + POLICY_TEXT[res.policy],
-        "",
-        *table(
-            [
-                "arm",
-                "reference",
-                "Δ val top-1",
-                "Δ test top-1",
-                "verdict (val)",
-                "arm runs",
-                "reference runs",
-            ],
-            rows,
-        ),
+    rows = [
+        [
+            arm_display(c.candidate),
+            arm_display(c.reference),
+            pm(c.test.t.mean, c.test.t.ci95, c.test.t.n, 100, signed=True),
+            _boot_cell(c.test.boot),
+            pm(c.val.mean, c.val.ci95, c.val.n, 100, signed=True) if c.val else "—",
+            str(c.test.t.n),
+            str(c.test.boot.n_images) if c.test.boot else "—",
+            _p_cell(c.test),
+            f"±{100 * c.margin:g}",
+            c.verdict,
+            outcomes(by_label[c.candidate].counts),
+            outcomes(by_label[c.reference].counts),
+        ]
+        for c in res.comparisons
     ]
+    header = [
+        "arm",
+        "reference",
+        "Δ test (t, seeds)",
+        "Δ test (bootstrap, seeds × images)",
+        "Δ val (information)",
+        "seeds",
+        "test images",
+        "p (Holm)",
+        "margin",
+        "verdict (test)",
+        "arm runs",
+        "reference runs",
+    ]
+    lacking = [c.shown for c in res.comparisons if c.test.boot is None and c.test.t.n]
+    note = (
+        [
+            "No per-image predictions (older runs) for " + "; ".join(lacking) + ": their verdicts use "
+            "the seed-paired t-interval only.",
+            "",
+        ]
+        if lacking
+        else []
+    )
+    return [
+        "## Δ top-1 against the reference: verdicts on test",
+        "",
+        _method(res),
+        "",
+        *note,
+        *table(header, rows),
+    ]
+
+
+def _method(res: AnalysisResult) -> str:
+    """The paragraph that says how the Δ table's intervals, p-values and verdicts are made."""
+    ref_text = ", ".join(f"{k}={v}" for k, v in res.reference.items())
+    k = max((c.test.family for c in res.comparisons), default=0)
+    return (
+        f"Δ = arm − reference ({ref_text}) in points. The verdict reads **test**, which no choice "
+        "read; Δ val is information only (validation chose every configuration). *t*: the mean of "
+        "per-seed differences (paired by `train.seed`) ± its 95 % Student-t interval (none below "
+        f"{MIN_VERDICT_SEEDS} seeds). *bootstrap*: the 95 % percentile interval of a paired "
+        f"hierarchical bootstrap ({res.n_resamples} resamples, seed {res.seed}): each replicate "
+        "resamples the seeds with replacement and the test images with replacement, one image draw "
+        "shared by both arms and every seed (all runs scored the same images), and takes the mean "
+        "over its seeds of acc(arm) − acc(reference). Each comparison is tested for a difference "
+        "(two-sided) and for equivalence within ±margin (TOST: both one-sided tests at "
+        f"α = {ALPHA}, i.e. the 90 % interval inside ±margin), from the bootstrap where every "
+        "paired run logged per-image predictions, else from the t distribution. Its claim is "
+        f"equivalence when the TOST p is ≤ {ALPHA} or below the two-sided p (a Δ inside the "
+        "margin is none that matters), else a difference; the claims are Holm-adjusted across the "
+        f"k = {k} comparisons of this report that can be decided: better / worse / equivalent "
+        "within ±margin when the adjusted "
+        f"p ≤ {ALPHA}, else undecided. Below {MIN_VERDICT_SEEDS} paired seeds there is no verdict, "
+        "as seed-to-seed variation is not measured (the image bootstrap is shown with the seeds "
+        "held fixed, and one seed shows McNemar's exact test). Under `--incomplete drop` a verdict "
+        "for the arm that lost the larger share of its runs, or an equivalence between arms that "
+        "lost different shares, is *not established*. " + POLICY_TEXT[res.policy]
+    )
+
+
+def _p_cell(j: Judgement) -> str:
+    if j.claim:
+        return f"{j.p_holm:.2g} ({j.claim}, {'bootstrap' if j.route == BOOTSTRAP else 't'})"
+    if np.isfinite(j.mcnemar_p):
+        return f"McNemar {j.mcnemar_p:.2g} (1 seed, not adjusted)"
+    return "—"
+
+
+def _boot_cell(boot: ImageBootstrap | None) -> str:
+    if boot is None:
+        return "— (no per-image predictions)"
+    text = f"{100 * boot.mean:+.2f} [{100 * boot.low:+.2f}, {100 * boot.high:+.2f}]"
+    return text + (" (images only)" if boot.over == "images" else "")
 
 
 def arms_section(res: AnalysisResult) -> list[str]:

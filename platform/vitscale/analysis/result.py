@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from vitscale.analysis.arms import Arm, ArmDelta
+from vitscale.analysis.arms import Arm
 from vitscale.analysis.crossover import Crossover
 from vitscale.analysis.fields import as_float
 from vitscale.analysis.fits import PowerLawFit
 from vitscale.analysis.fronts import Front
+from vitscale.analysis.verdicts import Comparison
 from vitscale.models.registry import mixer_order, regime_order
 
 
@@ -31,9 +32,12 @@ class AnalysisResult:
     cost_exponents: list[dict] = field(default_factory=list)
     crossovers: list[Crossover] = field(default_factory=list)
     arms: list[Arm] = field(default_factory=list)
-    deltas: list[ArmDelta] = field(default_factory=list)
+    comparisons: list[Comparison] = field(default_factory=list)  # each arm against its reference, on test
     reference: dict = field(default_factory=dict)  # the reference arm's values the Δ are taken against
     policy: str = "drop"  # how runs without a final number count in arm means and Δ (outcomes.py)
+    margin: float = 0.01  # equivalence margin of the verdicts, accuracy fraction (0.01 = 1 point)
+    n_resamples: int = 0  # of the verdicts' bootstrap over seeds and test images
+    seed: int = 0
     comparison: bool = False
     figure_paths: list[Path] = field(default_factory=list)
     settings: list[str] = field(
@@ -42,6 +46,7 @@ class AnalysisResult:
     importance: list[dict] = field(default_factory=list)  # fANOVA rows (analysis.importance)
     importance_path: Path | None = None
     runs_path: Path | None = None
+    predictions_path: Path | None = None  # predictions.parquet; None when no run logged predictions
     fits_path: Path | None = None
     report_path: Path | None = None
     logged_to: str | None = None  # the parent run id the artifacts went to

@@ -32,10 +32,10 @@ def resolve_study(study: str) -> tuple[str, str | None, str | None]:
     return doc["name"], tracking.get("uri"), tracking.get("experiment")
 
 
-def _fmt(value, scale: float = 1.0, digits: int = 2) -> str:
+def _fmt(value, scale: float = 1.0, digits: int = 2, signed: bool = False) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"
-    return f"{value * scale:.{digits}f}"
+    return f"{value * scale:{'+' if signed else ''}.{digits}f}"
 
 
 def summary_table(result) -> Table:
@@ -82,6 +82,28 @@ def summary_table(result) -> Table:
     return table
 
 
+def comparison_lines(c) -> list[str]:
+    """One comparison in lines that fit 80 columns: verdict, Δ test (t and bootstrap), Δ val."""
+    j = c.test
+    p = f" (p={j.p_holm:.2g} Holm, k={j.family})" if j.claim else ""
+    t = f"{_fmt(j.t.mean, 100, 2, signed=True)}" + (
+        f" ± {_fmt(j.t.ci95, 100, 2)}" if math.isfinite(j.t.ci95) else ""
+    )
+    head = f"{c.shown}: {c.verdict}{p}"
+    lines = [head] if len(head) <= 80 else [f"{c.shown}:", f"  {c.verdict}{p}"]
+    lines.append(f"  Δ test {t} (t, n={j.t.n} seeds)")
+    if j.boot is not None:
+        b = j.boot
+        lines.append(
+            f"  Δ test {_fmt(b.mean, 100, 2, signed=True)} [{_fmt(b.low, 100, 2, signed=True)}, "
+            f"{_fmt(b.high, 100, 2, signed=True)}] (bootstrap, {b.over}: {b.n_images} images)"
+        )
+    if c.val is not None:
+        ci = f" ± {_fmt(c.val.ci95, 100, 2)}" if math.isfinite(c.val.ci95) else ""
+        lines.append(f"  Δ val  {_fmt(c.val.mean, 100, 2, signed=True)}{ci} (n={c.val.n}, information only)")
+    return lines
+
+
 @app.command("analyze")
 def analyze_command(
     study: str = typer.Argument(
@@ -103,6 +125,13 @@ def analyze_command(
         help="failed / stopped-early / killed runs in arm means and Δ: `drop` them, or score them as "
         "`chance` (1 / classes); either way they are counted, and the report says which was used",
     ),
+    margin: float = typer.Option(
+        1.0,
+        "--margin",
+        metavar="POINTS",
+        help="equivalence margin of the verdicts on test, in points of top-1: two arms are "
+        "'equivalent within ±POINTS' when the 90 % interval of Δ lies inside it (TOST)",
+    ),
 ) -> None:
     """Turn a study's runs into Pareto fronts, scaling-law fits, figures and report.md."""
     from vitscale.analysis.pipeline import analyze  # lazy: matplotlib, scipy, pyarrow
@@ -117,6 +146,7 @@ def analyze_command(
         experiment=experiment,
         n_boot=n_boot,
         incomplete=incomplete,
+        margin=margin,
         console=Console(stderr=True),
     )
     c = result.counts()
@@ -130,12 +160,11 @@ def analyze_command(
         f"{c['runs']} trial runs{phases}: {c['used']} used ({c['did_not_train']} did not train), "
         f"{c['failed']} failed, {c['stopped_early']} stopped early, {c['killed'] + c['other']} killed/other"
     )
-    for d in result.deltas:
-        if d.metric == "val_top1":
-            console.print(
-                f"Δ val top-1 {d.shown}: {_fmt(d.delta.mean, 100, 2)} "
-                f"± {_fmt(d.delta.ci95, 100, 2)} (n={d.delta.n}, {d.verdict}; incomplete runs: {incomplete})"
-            )
+    if result.comparisons:
+        console.print(f"Verdicts on test (margin ±{margin:g} point, incomplete runs: {incomplete}):")
+    for c in result.comparisons:
+        for line in comparison_lines(c):
+            console.print(line, highlight=False)
     console.print(f"report:  {result.report_path}")
     console.print(f"figures: {result.out_dir / 'figures'}/ ({len(result.figure_paths)} files)")
     console.print(f"data:    {result.runs_path} (redraw offline with --from), {result.fits_path.name}")

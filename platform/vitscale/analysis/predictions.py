@@ -1,0 +1,111 @@
+"""predictions.parquet: the per-image correctness of the runs behind a report's arms, read once
+from MLflow (each run's `predictions/{test,val}.parquet`, vitscale.tracking.predictions) and kept
+beside runs.parquet, so `--from runs.parquet` redraws the same image-level verdicts offline.
+
+Rows: run_id, split, index (the image's position in that split), correct. Runs that logged no
+predictions (older runs) have no rows; their comparisons fall back to the seed-paired t-interval.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from vitscale.errors import UserError
+from vitscale.tracking import store
+from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT, SPLITS, predictions_path, read_predictions
+
+PREDICTIONS_FILE = "predictions.parquet"
+SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("split", pa.string()),
+        ("index", pa.int64()),
+        ("correct", pa.bool_()),
+    ]
+)
+
+
+def empty() -> pa.Table:
+    return SCHEMA.empty_table()
+
+
+def fetch_predictions(
+    tracking_uri: str, run_ids: list[str], on_run: Callable[[], None] | None = None
+) -> pa.Table:
+    """The predictions of `run_ids` (in that order) from MLflow; a run without them adds no rows."""
+    from mlflow.exceptions import MlflowException  # third-party, heavy: only when reading MLflow
+
+    client = store.client_for(tracking_uri)
+    parts = []
+    with tempfile.TemporaryDirectory() as tmp, store.quiet_artifact_progress():
+        for i, run_id in enumerate(run_ids):
+            folder = Path(tmp) / str(i)
+            folder.mkdir()
+            try:
+                client.download_artifacts(run_id, PREDICTIONS_ARTIFACT, str(folder))
+            except (MlflowException, OSError):
+                folder = None  # no predictions logged (older runs)
+            for split in SPLITS if folder is not None else ():
+                path = folder / predictions_path(split)
+                if path.is_file():
+                    parts.append(_rows(run_id, split, read_predictions(path)))
+            if on_run is not None:
+                on_run()
+    return pa.concat_tables(parts) if parts else empty()
+
+
+def _rows(run_id: str, split: str, table: pa.Table) -> pa.Table:
+    n = table.num_rows
+    return pa.table(
+        {
+            "run_id": pa.array([run_id] * n, pa.string()),
+            "split": pa.array([split] * n, pa.string()),
+            "index": table.column("index"),
+            "correct": table.column("correct"),
+        },
+        schema=SCHEMA,
+    )
+
+
+def write_predictions_table(table: pa.Table, path: Path) -> Path | None:
+    """Write predictions.parquet, or remove a stale one when there are no predictions."""
+    if table.num_rows == 0:
+        path.unlink(missing_ok=True)
+        return None
+    pq.write_table(table, path)
+    return path
+
+
+def read_predictions_table(path: Path) -> pa.Table:
+    """predictions.parquet as written by `write_predictions_table`; no file: no predictions."""
+    if not path.is_file():
+        return empty()
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise UserError(f"{path} is not a Parquet file ({exc}); delete it or redraw from MLflow") from None
+    missing = [f.name for f in SCHEMA if f.name not in table.column_names]
+    if missing:
+        raise UserError(f"{path} is not a vitscale predictions table (missing {missing})")
+    return table.select(SCHEMA.names).cast(SCHEMA)
+
+
+def correctness(table: pa.Table, split: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """run_id -> (image index, correct) on `split`, sorted by index."""
+    rows = table.filter(pc.equal(table.column("split"), split))
+    run_ids = rows.column("run_id").to_numpy(zero_copy_only=False)
+    index = rows.column("index").to_numpy()
+    correct = rows.column("correct").to_numpy(zero_copy_only=False)
+    out = {}
+    for run_id in dict.fromkeys(run_ids):
+        mask = run_ids == run_id
+        order = np.argsort(index[mask], kind="stable")
+        out[str(run_id)] = (index[mask][order], correct[mask][order].astype(bool))
+    return out
