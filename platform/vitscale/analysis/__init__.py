@@ -3,7 +3,9 @@
 Modules, one job each: runs (MLflow / runs.parquet -> Table), context (parent-run facts),
 fields (normalised mixer/regime/... columns), outcomes (used / failed / stopped / did not train,
 drop-or-chance scoring), aggregate (seeds -> mean, std, 95 % CI), paired (seed-paired Δ), arms
-(arms and their Δ against the reference), tuning (comparison budgets, edge flags), pareto
+(which runs make an arm, its reference), predictions (per-image correctness -> predictions.parquet),
+contest (the statistics of a verdict on test: bootstrap over seeds x images, McNemar, TOST, Holm),
+verdicts (each arm against its reference), tuning (comparison budgets, edge flags), pareto
 (non-dominated rows), fronts (the study's fronts -> CSV), crossover (where SSoG overtakes
 attention), fits (power laws), mixing + exponents (cost exponents), figures, markdown / report /
 report_arms / report_bench (report.md), pipeline (`analyze`, the orchestrator).
