@@ -141,6 +141,7 @@ def analyze(
         res.fronts = bench_fronts(res.aggregates) if res.kind == "benchmark" else train_fronts(res.aggregates)
         for front in res.fronts:
             write_front(front, out_dir, params)
+        preds = empty()
         if res.kind != "benchmark":
             res.arms, res.reference = study_arms(res.kind, runs, params, snap.context, incomplete)
             if res.comparison:
@@ -160,6 +161,7 @@ def analyze(
                 seed=seed,
                 on_group=lambda: progress.advance(groups),
                 final_only=res.comparison,
+                predictions=preds,
             )
             progress.remove_task(groups)
         res.cost_exponents = cost_exponents(res.aggregates)
@@ -203,11 +205,11 @@ def _read(
 def _predictions(
     source: StudyRuns, from_parquet: Path | str | None, res: AnalysisResult, progress
 ) -> pa.Table:
-    """The per-image predictions of the arms' finished runs, written to predictions.parquet and
-    read back: from MLflow, or from the predictions.parquet beside `--from`'s runs.parquet."""
+    """The per-image predictions of the finished runs the verdicts and fits read, written to
+    predictions.parquet and read back: from MLflow, or from the one beside `--from`'s runs.parquet."""
     path = res.out_dir / PREDICTIONS_FILE
     if from_parquet is None:
-        run_ids = _arm_run_ids(res.runs, res.arms)
+        run_ids = _predicted_run_ids(res.runs, res.arms, res.comparison)
         task = progress.add_task("  per-image predictions", total=len(run_ids))
         table = (
             fetch_predictions(source.tracking_uri, run_ids, lambda: progress.advance(task))
@@ -225,10 +227,12 @@ def _predictions(
     return read_predictions_table(path)  # analyse what was written, as with runs.parquet
 
 
-def _arm_run_ids(runs: pa.Table, arms: list[Arm]) -> list[str]:
-    """The finished runs behind the arms (the only ones a verdict pairs), sorted."""
-    ids, used = runs.column("run_id").to_pylist(), runs.column("used").to_pylist()
-    return sorted({ids[i] for arm in arms for i in arm.rows if used[i]})
+def _predicted_run_ids(runs: pa.Table, arms: list[Arm], comparison: bool) -> list[str]:
+    """The finished runs whose predictions are read, sorted: the arms' (what a verdict pairs) and
+    the fits' (every finished run; comparison studies: the final phase)."""
+    ids, used, phase = (runs.column(c).to_pylist() for c in ("run_id", "used", "phase"))
+    fitted = {ids[i] for i in range(len(ids)) if used[i] and (phase[i] == "final" or not comparison)}
+    return sorted(fitted | {ids[i] for arm in arms for i in arm.rows if used[i]})
 
 
 def _write_fits(res: AnalysisResult, n_boot: int, seed: int) -> Path:
