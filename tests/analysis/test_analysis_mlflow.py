@@ -227,7 +227,7 @@ def test_comparison_verdicts_read_test_with_the_image_bootstrap(comparison):
     assert redrawn.predictions_path.read_bytes() == res.predictions_path.read_bytes()
     by_arm = {c.candidate: c for c in res.comparisons}
     disc = by_arm["model.mixer=ssog,model.regime=discrete"]
-    assert disc.test.route == "bootstrap" and disc.test.boot.n_images == 1000
+    assert disc.test.route == "bootstrap and t" and disc.test.boot.n_images == 1000
     assert disc.test.boot.over == "seeds × images" and disc.test.boot.n_seeds == 4
     assert disc.test.boot.low < disc.test.boot.mean < disc.test.boot.high
     assert disc.test.boot.mean == pytest.approx(disc.test.t.mean, abs=0.001)  # predictions match top-1
@@ -245,7 +245,7 @@ def test_comparison_verdicts_read_test_with_the_image_bootstrap(comparison):
     rows = {r["arm"]: r for r in pacsv.read_csv(res.out_dir / "deltas.csv").to_pylist()}
     row = rows["model.mixer=ssog,model.regime=discrete"]
     assert row["boot_low"] == pytest.approx(b.low) and row["n_test_images"] == 1000
-    assert row["verdict"] == "better" and row["p_from"] == "bootstrap" and row["holm_k"] == 2
+    assert row["verdict"] == "better" and row["p_from"] == "bootstrap and t" and row["holm_k"] == 2
     assert rows["model.mixer=ssog,model.regime=ode"]["p_from"] == "t"
     assert (redrawn.out_dir / "deltas.csv").read_bytes() == (res.out_dir / "deltas.csv").read_bytes()
 

@@ -169,5 +169,26 @@ def test_bootstrap_route_needs_predictions_for_every_paired_seed():
     full = simulate(rng, 0.01, n_images=500, n_seeds=3)
     partial = Pair(full.candidate, full.reference, {0: full.images[0], 1: full.images[1]})
     with_images, without = judge([full, partial], margin=0.01)
-    assert with_images.route == "bootstrap" and with_images.boot.over == "seeds × images"
+    assert with_images.route == "bootstrap and t" and with_images.boot.over == "seeds × images"
     assert without.boot is None and without.route == "t"
+
+
+def test_a_claim_must_pass_the_seed_t_test_too_where_three_seeds_make_the_bootstrap_narrow():
+    """Seen on tuned_quickstart: 3 seeds, Δ test -14.6 ± 19.2 (t) but a bootstrap over those seeds
+    of [-23.5, -6.0]: the percentile bootstrap of 3 values is far narrower than the t-interval, so
+    it alone called 'worse' what the t-interval cannot separate from 0."""
+    rng = np.random.default_rng(3)
+    images = 360
+    cand_acc, ref_acc = {0: 0.75, 1: 0.45, 2: 0.70}, {0: 0.80, 1: 0.80, 2: 0.74}
+    pair = Pair(
+        candidate=cand_acc,
+        reference=ref_acc,
+        images={
+            s: ((rng.random(images) < cand_acc[s]) * 1.0, (rng.random(images) < ref_acc[s]) * 1.0)
+            for s in range(3)
+        },
+    )
+    (j,) = judge([pair], margin=0.01)
+    assert j.route == "bootstrap and t"
+    assert j.boot.high < 0  # the bootstrap alone would have decided
+    assert j.t.mean + j.t.ci95 > 0 and j.verdict == "undecided"

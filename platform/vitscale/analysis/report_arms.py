@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from vitscale.analysis.arms import METRICS
-from vitscale.analysis.contest import ALPHA, BOOTSTRAP, ImageBootstrap, Judgement
+from vitscale.analysis.contest import ALPHA, ImageBootstrap, Judgement
 from vitscale.analysis.markdown import outcomes, pm, table
 from vitscale.analysis.paired import MIN_VERDICT_SEEDS
 from vitscale.analysis.result import AnalysisResult
@@ -169,7 +169,7 @@ def _method(res: AnalysisResult) -> str:
 
 def _p_cell(j: Judgement) -> str:
     if j.claim:
-        return f"{j.p_holm:.2g} ({j.claim}, {'bootstrap' if j.route == BOOTSTRAP else 't'})"
+        return f"{j.p_holm:.2g} ({j.claim}, {j.route})"
     if np.isfinite(j.mcnemar_p):
         return f"McNemar {j.mcnemar_p:.2g} (1 seed, not adjusted)"
     return "—"
