@@ -56,15 +56,15 @@ def _verdicts(delta: float, studies: int, seed: int, **kw) -> Counter:
 
 def test_a_planted_one_point_gain_is_called_better():
     """10,000 test images, 5 seeds, 0.3 points of seed noise: 'better' in >= 35 of 50 studies
-    (measured: 46/50 here; 271/300 over 300 studies)."""
+    (measured: 44/50 here; 257/300 over 300 studies, the claim passing both bootstrap and t)."""
     got = _verdicts(0.01, 50, seed=1)
     assert got["better"] >= 35, got
     assert got["worse"] == 0, got
 
 
 def test_no_planted_difference_is_called_equivalent_within_one_point():
-    """The same studies with no difference: 'equivalent within ±1' in >= 45 of 50 (measured: 49/50
-    here; 292/300 over 300 studies)."""
+    """The same studies with no difference: 'equivalent within ±1' in >= 45 of 50 (measured: 47/50
+    here; 272/300 over 300 studies)."""
     got = _verdicts(0.0, 50, seed=2)
     assert got["equivalent within ±1"] >= 45, got
     assert "no clear difference" not in got
