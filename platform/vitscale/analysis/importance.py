@@ -8,8 +8,8 @@ Comparison studies: one fANOVA per arm (`vitscale.arm`) over that arm's tuning r
 only; the final phase re-runs one configuration over seeds and has nothing to attribute. Other
 studies: one per mixer x regime cell that holds more than one configuration. The parameters of a
 group are the space's entries whose `when:` holds for all its runs and that vary among them (what
-that arm's own search varied). A group with fewer than MIN_CONFIGS distinct configurations gets
-"too few runs (n)" instead of numbers. Importances are shares of that group's explained variance
+that arm's own search varied). A group with fewer than MIN_CONFIGS distinct configurations, or fewer than
+CONFIGS_PER_PARAMETER per varied parameter, gets "too few runs (n)" instead of numbers. Importances are shares of that group's explained variance
 (they sum to 1 within a group, however small the group's spread of the objective, which is shown
 beside them). Test metrics are never read.
 """
@@ -29,6 +29,7 @@ from vitscale.models.registry import mixer_order, regime_order
 from vitscale.tracking.layout import arm_display, arm_key
 
 MIN_CONFIGS = 4  # fewer distinct configurations in a group: no numbers
+CONFIGS_PER_PARAMETER = 2  # and at least this many per varied parameter: a forest on fewer says nothing
 CSV_FILE = "importance.csv"
 CSV_HEADER = ["arm", "phase", "parameter", "importance", "metric", "evaluator", "runs", "configs", "note"]
 
@@ -129,8 +130,12 @@ def group_importance(runs: pa.Table, space: dict, rows: list[int], metric: str =
         "reason": None,
     }
     varied = [k for k in keys if len({str(r["params"][k]) for r in found}) > 1]
-    if configs < MIN_CONFIGS or not varied:
-        out["reason"] = f"too few runs ({len(found)} finished, {configs} configurations)"
+    need = max(MIN_CONFIGS, CONFIGS_PER_PARAMETER * len(varied))
+    if configs < need or not varied:
+        out["reason"] = (
+            f"too few runs ({len(found)} finished, {configs} configurations; "
+            f"{need} needed for {len(varied)} varied parameters)"
+        )
         return out
     imp = fanova(found, space, varied)
     out["importance"] = [{"parameter": k, "importance": v} for k, v in imp.items()]
