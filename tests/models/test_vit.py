@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from vitscale.models import MIXERS, REGIMES, ModelConfig, build, count_params
 from vitscale.models.vit import resample_pos_embed
@@ -40,6 +41,36 @@ def test_pos_embed_resample_is_identity_at_the_build_grid_and_smooth_elsewhere()
     big = resample_pos_embed(pos, (4, 4), (8, 6), 1)
     assert big.shape == (1, 1 + 48, 8)
     torch.testing.assert_close(big[:, :1], pos[:, :1])  # the cls entry is never resampled
+
+
+def _timm_resample_abs_pos_embed(posemb, new_size, old_size, num_prefix_tokens=1):
+    """timm.layers.pos_embed.resample_abs_pos_embed (bicubic, antialias=True), written out."""
+    prefix, grid = posemb[:, :num_prefix_tokens], posemb[:, num_prefix_tokens:]
+    dim = grid.shape[-1]
+    grid = grid.float().reshape(1, old_size[0], old_size[1], -1).permute(0, 3, 1, 2)
+    grid = F.interpolate(grid, size=new_size, mode="bicubic", antialias=True, align_corners=False)
+    grid = grid.permute(0, 2, 3, 1).reshape(1, -1, dim).to(posemb.dtype)
+    return torch.cat([prefix, grid], dim=1)
+
+
+@pytest.mark.parametrize("new_hw", [(5, 5), (2, 2), (6, 4)], ids=["up", "down", "oblong"])
+def test_pos_embed_resample_equals_timms_formula(new_hw) -> None:
+    """Evaluating at another resolution resamples the learned embedding as timm does, and the
+    model's embedding of a larger image is patch tokens plus exactly that."""
+    torch.manual_seed(0)
+    pos = torch.randn(1, 1 + 9, 6)
+    expected = _timm_resample_abs_pos_embed(pos, new_hw, (3, 3))
+    torch.testing.assert_close(resample_pos_embed(pos, (3, 3), new_hw, 1), expected, rtol=0, atol=0)
+    model = build(
+        {"mixer": "attention", "width": 8, "heads": 2, "depth": 1, "patch_size": 4, "image_size": 12}
+    )
+    images = torch.randn(2, 3, 4 * new_hw[0], 4 * new_hw[1])
+    tokens, grid_hw = model.embed(images)
+    patches = model.patch_embed(images).flatten(2).transpose(1, 2)
+    plain = torch.cat([model.cls_token.expand(2, -1, -1), patches], dim=1)
+    reference = _timm_resample_abs_pos_embed(model.pos_embed, new_hw, (3, 3))
+    assert grid_hw == new_hw
+    torch.testing.assert_close(tokens, plain + reference, rtol=0, atol=0)
 
 
 def test_pos_embed_default_follows_the_mixer_and_can_be_overridden() -> None:

@@ -14,6 +14,7 @@ from vitscale.cli import (  # noqa: F401
     bench_cmd,
     dashboard_cmd,
     data_cmd,
+    evaluate_cmd,
     model_cmd,
     run_cmd,
     schema_cmd,

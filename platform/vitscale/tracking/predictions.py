@@ -5,6 +5,8 @@ Each finished trial's run holds `predictions/test.parquet` and `predictions/val.
 per image of that split: `index` (the image's position in the split, the same images for every run
 of one data config), `label`, `predicted`, `correct`. They let a comparison pair two arms image by
 image (McNemar, a bootstrap over test images) instead of only through each run's top-1.
+A model also evaluated at another input resolution R (`train.eval_resolutions`, `vitscale
+evaluate`) adds `predictions/test@R.parquet` and `predictions/val@R.parquet` beside them.
 """
 
 from __future__ import annotations
@@ -27,11 +29,17 @@ SCHEMA = pa.schema(
 )
 
 
-def predictions_path(split: str) -> str:
-    """'predictions/test.parquet': where a run's predictions on `split` live among its artifacts."""
+def predictions_name(split: str, resolution: int | None = None) -> str:
+    """'test' at the trained resolution, 'test@56' at another: the file's stem."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, not {split!r}")
-    return f"{PREDICTIONS_ARTIFACT}/{split}.parquet"
+    return split if resolution is None else f"{split}@{int(resolution)}"
+
+
+def predictions_path(split: str, resolution: int | None = None) -> str:
+    """'predictions/test.parquet' ('predictions/test@56.parquet' at resolution 56): where a run's
+    predictions on `split` live among its artifacts."""
+    return f"{PREDICTIONS_ARTIFACT}/{predictions_name(split, resolution)}.parquet"
 
 
 def write_predictions(path: Path | str, index, label, predicted) -> Path:

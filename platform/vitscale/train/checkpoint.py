@@ -30,6 +30,7 @@ class TrainState:
     rng: dict[str, Any]
     history: list[dict[str, float]]
     model_config: dict[str, Any] | None = None  # the model as built: lets a checkpoint be a teacher
+    trial_config: dict[str, Any] | None = None  # the resolved trial: its data, for `vitscale evaluate`
 
 
 def capture_rng(data_generator: torch.Generator) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from vitscale.train.checkpoint import CHECKPOINT_FILE, load_checkpoint
 from vitscale.train.config import TeacherRef
 
 TEACHER_CONFIG_FILE = "teacher_model.json"  # the model config of a checkpoint fetched from MLflow
-_RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+RUN_ID_PATTERN = re.compile(r"^[0-9a-f]{32}$")
 
 
 def resolve_source(source: str, tracking_uri: str | None, download_dir: Path) -> tuple[Path, str | None]:
@@ -43,7 +43,7 @@ def resolve_source(source: str, tracking_uri: str | None, download_dir: Path) ->
     run_id = None
     if source.startswith("runs:/"):
         run_id = source.removeprefix("runs:/").split("/")[0]
-    elif _RUN_ID.match(source):
+    elif RUN_ID_PATTERN.match(source):
         run_id = source
     elif source.startswith("models:/"):
         run_id = _registered_model_run(source, tracking_uri)
@@ -81,8 +81,15 @@ def _registered_model_run(uri: str, tracking_uri: str | None) -> str:
     return version.run_id
 
 
-def download_checkpoint(client, run_id: str, destination: Path) -> Path:
-    """The run's `checkpoint/checkpoint.pt` artifact, downloaded (once), with its model config."""
+def download_checkpoint(
+    client,
+    run_id: str,
+    destination: Path,
+    key: str = "train.distill.teacher",
+    error: type[UserError] = TeacherMismatch,
+) -> Path:
+    """The run's `checkpoint/checkpoint.pt` artifact, downloaded (once), with its model config.
+    A run that cannot be read or has no checkpoint raises `error`, its line naming `key`."""
     from mlflow.exceptions import MlflowException  # third-party, heavy: only where a run is read
 
     target = destination / CHECKPOINT_ARTIFACT / CHECKPOINT_FILE
@@ -92,12 +99,12 @@ def download_checkpoint(client, run_id: str, destination: Path) -> Path:
         run = client.get_run(run_id)
         names = [a.path for a in client.list_artifacts(run_id, CHECKPOINT_ARTIFACT)]
     except MlflowException as exc:
-        raise TeacherMismatch(f"train.distill.teacher: run {run_id}: {str(exc).splitlines()[0]}") from None
+        raise error(f"{key}: run {run_id}: {str(exc).splitlines()[0]}") from None
     if f"{CHECKPOINT_ARTIFACT}/{CHECKPOINT_FILE}" not in names:
-        raise TeacherMismatch(
-            f"train.distill.teacher: run {run_id} has no logged checkpoint ({CHECKPOINT_ARTIFACT}/"
-            f"{CHECKPOINT_FILE}); train the teacher with `vitscale train` or a study with "
-            "tracking.checkpoints: best | all"
+        raise error(
+            f"{key}: run {run_id} has no logged checkpoint ({CHECKPOINT_ARTIFACT}/{CHECKPOINT_FILE}); "
+            "train it with `vitscale train --checkpoint-dir DIR` (which logs one) or run its study with "
+            "tracking.checkpoints: all (best: the best configurations only)"
         )
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=destination) as tmp:

@@ -53,7 +53,7 @@ class FitResult:
     history: list[dict[str, float]] = field(default_factory=list)
     model_config: ModelConfig | None = None
     checkpoint: Path | None = None
-    predictions: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # split -> arrays
+    predictions: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # "test", "test@56" -> arrays
 
 
 def seed_everything(seed: int) -> None:
@@ -194,6 +194,7 @@ def fit(
                         rng=capture_rng(generator),
                         history=history,
                         model_config=model_config.model_dump(mode="json"),
+                        trial_config=config.model_dump(mode="json"),
                     ),
                 )
             progress.epoch_done(epoch, metrics)
@@ -209,10 +210,11 @@ def fit(
 
 
 def save_predictions(directory: Path, predictions: dict[str, dict[str, np.ndarray]]) -> list[Path]:
-    """`directory/predictions/{split}.parquet` for each split (tracking.predictions' contract)."""
+    """`directory/predictions/{name}.parquet` for each entry: `test`, or `test@56` at another
+    resolution (tracking.predictions' contract)."""
     return [
-        write_predictions(directory / PREDICTIONS_ARTIFACT / f"{split}.parquet", **arrays)
-        for split, arrays in predictions.items()
+        write_predictions(directory / PREDICTIONS_ARTIFACT / f"{name}.parquet", **arrays)
+        for name, arrays in predictions.items()
     ]
 
 

@@ -3,7 +3,8 @@
 Selection (ASHA, samplers, "best", Pareto sets) may only read EPOCH_METRICS and
 STATIC_METRICS: they are measured on the training and validation splits. FINAL_METRICS are
 measured once on the test split, in the last epoch's report of a trial that ran all its
-planned epochs, and are only ever reported.
+planned epochs, and are only ever reported. `at_resolution` names a metric measured at another
+input resolution (`test_top1_at56`; MLflow refuses '@' in metric names): never selectable either.
 """
 
 EPOCH_METRICS = (
@@ -25,3 +26,8 @@ FINAL_METRICS = ("test_loss", "test_top1", "test_top5", "did_not_train")
 REPORTED_METRICS = SELECTABLE_METRICS
 # A finished trial whose final val_top1 is within this of chance (1 / classes) did not train.
 DID_NOT_TRAIN_MARGIN = 0.02
+
+
+def at_resolution(metric: str, resolution: int) -> str:
+    """'test_top1' measured on images resampled to 56 x 56 -> 'test_top1_at56'."""
+    return f"{metric}_at{int(resolution)}"
