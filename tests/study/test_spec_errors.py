@@ -31,6 +31,16 @@ MALFORMED = [
         "space.model.patch_size",
         "resolution 36 is not divisible by patch_size 8",
     ),
+    (
+        "space: {model.patch_size: {choice: [4, 8]}}\ntrial: {train: {eval_resolutions: [32, 36]}}",
+        "space.model.patch_size",
+        "eval_resolutions [32, 36] are not all divisible by patch_size 8",
+    ),
+    (
+        "space: {data.train_resolutions: {choice: [[16, 24], [16, 18]]}}",
+        "space.data.train_resolutions",
+        "train_resolutions [16, 18] are not all divisible by patch_size 4",
+    ),
     ("space: {model: {grid: [{width: 192, heads: 5}]}}", "space.model", "heads 5 does not divide width 192"),
     ("space: {model: {grid: [{widht: 192}]}}", "space.model", "model.widht is not a field"),
     ("space: {model: {choice: [32]}}", "space.model", "is a section"),

@@ -7,11 +7,17 @@ import contextlib
 import json
 
 import pytest
+import torch
 from mlflow import MlflowClient
+from pydantic import ValidationError
 from test_train_cli import TINY, run  # the one-second `vitscale train` flags and the CLI runner
 
+from vitscale import data as vdata
 from vitscale.cli import main
 from vitscale.tracking.predictions import read_predictions
+from vitscale.train import fit
+from vitscale.train.metrics import SELECTABLE_METRICS
+from vitscale.validation import error_lines
 
 
 @pytest.fixture(scope="module")
@@ -95,3 +101,87 @@ def test_bad_input_is_one_line_and_exit_2(capsys, trained, case, resolutions, ex
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], err
     assert "Traceback" not in err
+
+
+def test_eval_resolutions_in_a_trial_add_metrics_and_predictions(tiny_trial, tmp_path):
+    """At the end of a finished trial: val and test at each resolution, beside the checkpoint
+    (what the study callback ships), counted as the metrics counted."""
+    result = fit(tiny_trial(train={"epochs": 1, "eval_resolutions": [8, 24]}), checkpoint_dir=tmp_path)
+    metrics = result.metrics
+    assert {
+        f"{s}_{m}_at{r}" for s in ("val", "test") for m in ("loss", "top1", "top5") for r in (8, 24)
+    } <= set(metrics)
+    assert "val_top1_at8" not in SELECTABLE_METRICS
+    for name in ("val@8", "test@8", "val@24", "test@24", "val", "test"):
+        assert (tmp_path / "predictions" / f"{name}.parquet").is_file()
+    table = read_predictions(tmp_path / "predictions" / "test@24.parquet")
+    assert table.column("correct").to_numpy().mean() == pytest.approx(metrics["test_top1_at24"], abs=1e-6)
+    assert result.history[0] == metrics  # one report holds them: the Tune callback logs them as any metric
+
+
+def test_eval_resolutions_at_the_trained_side_repeat_its_metrics(tiny_trial):
+    metrics = fit(tiny_trial(train={"epochs": 1, "eval_resolutions": [16]})).metrics
+    assert (
+        metrics["test_top1_at16"] == metrics["test_top1"] and metrics["val_loss_at16"] == metrics["val_loss"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("section", "values", "key"),
+    [
+        (
+            "train",
+            {"eval_resolutions": [16, 18]},
+            "train.eval_resolutions: 18 is not divisible by model.patch_size 4",
+        ),
+        ("data", {"train_resolutions": [12, 30, 14]}, "data.train_resolutions: 30, 14 are not divisible"),
+        ("data", {"train_resolutions": []}, "data.train_resolutions"),
+    ],
+)
+def test_resolution_lists_must_fit_the_patch_size(tiny_trial, section, values, key):
+    with pytest.raises(ValidationError) as info:
+        tiny_trial(**{section: values})
+    assert any(line.startswith(key) for line in error_lines(info.value)), error_lines(info.value)
+
+
+def test_train_resolutions_draw_one_side_per_batch_from_the_generator(tiny_trial):
+    config = tiny_trial(data={"train_resolutions": [8, 16, 24]})
+    bundle = vdata.load(config.data, torch.device("cpu"))
+    sides = [
+        [
+            images.shape[-1]
+            for images, _ in vdata.train_batches(bundle, config.data, 16, vdata.make_generator(bundle, 3))
+        ]
+        for _ in range(2)
+    ]
+    assert sides[0] == sides[1] and set(sides[0]) == {8, 16, 24}
+    plain = [
+        b[0].shape[-1]
+        for b in vdata.train_batches(bundle, tiny_trial().data, 16, vdata.make_generator(bundle, 3))
+    ]
+    assert set(plain) == {16}
+
+
+def test_train_resolutions_train_deterministically_and_resume_bit_for_bit(tiny_trial, tmp_path):
+    config = tiny_trial(data={"train_resolutions": [8, 24]})
+    straight = fit(config).history
+    assert _steady(fit(config).history) == _steady(straight)
+    assert _steady(fit(tiny_trial()).history) != _steady(straight)  # the draws change training
+
+    def stop_after_two(metrics, _dir):
+        if metrics["epoch"] == 2:
+            raise Stop
+
+    with pytest.raises(Stop):
+        fit(config, report=stop_after_two, checkpoint_dir=tmp_path)
+    assert _steady(fit(config, checkpoint_dir=tmp_path).history) == _steady(straight)
+
+
+class Stop(Exception):
+    pass
+
+
+def _steady(history: list[dict[str, float]]) -> list[dict[str, float]]:
+    """Every metric but the timings and memory (which differ between runs by nature)."""
+    timing = ("epoch_seconds", "train_images_per_second", "peak_memory_mb")
+    return [{k: v for k, v in m.items() if k not in timing} for m in history]

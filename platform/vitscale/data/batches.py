@@ -40,17 +40,25 @@ def train_batches(
     bundle: DataBundle, config: DataConfig, batch_size: int, generator: torch.Generator
 ) -> Iterator[Batch]:
     """One epoch of shuffled, augmented batches; drop_last, except that a training set smaller
-    than one batch gives a single batch of all of it (so tiny runs still train)."""
+    than one batch gives a single batch of all of it (so tiny runs still train). With
+    `data.train_resolutions` each batch is resized to a side drawn from that list (drawn once
+    per epoch from `generator`, after the shuffle; without the list nothing more is drawn)."""
     n = int(bundle.train_labels.numel())
     if n == 0:
         return
     batch_size = min(batch_size, n)
     padding, hflip = augmentation(bundle, config)
     order = torch.randperm(n, generator=generator, device=generator.device).to(bundle.device)
-    for start in range(0, n - batch_size + 1, batch_size):
+    sides = [config.resolution] * (n // batch_size)
+    if config.train_resolutions:
+        drawn = torch.randint(
+            len(config.train_resolutions), (len(sides),), generator=generator, device=generator.device
+        )
+        sides = [config.train_resolutions[i] for i in drawn.tolist()]  # one sync per epoch
+    for start, side in zip(range(0, n - batch_size + 1, batch_size), sides, strict=True):
         idx = order[start : start + batch_size]
         images = augment_batch(
-            bundle.train_images[idx], config.resolution, bundle.mean, bundle.std, padding, hflip, generator
+            bundle.train_images[idx], side, bundle.mean, bundle.std, padding, hflip, generator
         )
         yield images, bundle.train_labels[idx]
 

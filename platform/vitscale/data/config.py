@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from vitscale.data.registry import DATASETS
@@ -26,6 +28,13 @@ class DataConfig(BaseModel):
         "fashion_mnist, mnist with root unset: into the first place searched",
     )
     resolution: int = Field(32, ge=4, description="side of the square images the model sees")
+    train_resolutions: list[Annotated[int, Field(ge=4)]] | None = Field(
+        None,
+        min_length=1,
+        description="train across resolutions: each training batch is resampled to one side drawn from "
+        "this list (multiples of model.patch_size; the model is built, validated and tested at "
+        "resolution); null = every batch at resolution",
+    )
     source_size: int | None = Field(
         None, ge=4, description="synthetic, imagefolder: side of the stored images; default: resolution"
     )

@@ -34,10 +34,20 @@ def guards() -> tuple[tuple[str, str, str], ...]:
     return tuple((f"model.{name}", f"model.{kind}", name) for name, (kind, _) in sections().items())
 
 
-# (divisor field, dividend field, message)
+# (divisor field, dividend field, message); a dividend may be a list (other resolutions): every entry
 SHAPES = (
     ("model.heads", "model.width", "heads {a} does not divide width {b}"),
     ("model.patch_size", "data.resolution", "resolution {b} is not divisible by patch_size {a}"),
+    (
+        "model.patch_size",
+        "data.train_resolutions",
+        "train_resolutions {b} are not all divisible by patch_size {a}",
+    ),
+    (
+        "model.patch_size",
+        "train.eval_resolutions",
+        "eval_resolutions {b} are not all divisible by patch_size {a}",
+    ),
 )
 
 
@@ -193,9 +203,10 @@ def check_against_trial(
 
 def _divides(point: dict, small: str, big: str, space: Mapping[str, Param], base: BaseModel) -> bool | None:
     a, b = effective(small, point, space, base), effective(big, point, space, base)
-    if not (isinstance(a, int) and isinstance(b, int)) or a <= 0:
-        return None  # a type problem, reported elsewhere
-    return b % a == 0
+    values = b if isinstance(b, list) else [b]
+    if not (isinstance(a, int) and all(isinstance(v, int) for v in values)) or a <= 0 or not values:
+        return None  # a type problem (or an unset list), reported elsewhere
+    return all(v % a == 0 for v in values)
 
 
 def _representatives(space: Mapping[str, Param]) -> Callable[[Param], list[Any]]:

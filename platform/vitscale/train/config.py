@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -132,6 +132,13 @@ class TrainConfig(BaseModel):
     distill: DistillConfig | None = Field(
         None, description="trajectory distillation from a trained teacher (ODE students); null = off"
     )
+    eval_resolutions: list[Annotated[int, Field(ge=4)]] | None = Field(
+        None,
+        min_length=1,
+        description="also evaluate the finished model on val and test at these image sides (multiples of "
+        "model.patch_size; position embedding resampled): metrics val_top1_at<R>, test_top1_at<R>, "
+        "predictions/test@<R>.parquet; only reported, nothing selects on them",
+    )
 
 
 class TrialConfig(BaseModel):
@@ -173,6 +180,22 @@ class TrialConfig(BaseModel):
                 "set only data.resolution"
             )
         return {**values, "model": {**model, "image_size": resolution}}
+
+    @model_validator(mode="after")
+    def _resolutions_fit_the_patch(self) -> TrialConfig:
+        """Other resolutions keep the patch size: each must give a whole token grid."""
+        patch = self.model.patch_size
+        for key, values in (
+            ("data.train_resolutions", self.data.train_resolutions),
+            ("train.eval_resolutions", self.train.eval_resolutions),
+        ):
+            bad = [r for r in values or () if r % patch]
+            if bad:
+                raise ValueError(
+                    f"{key}: {', '.join(map(str, bad))} {'is' if len(bad) == 1 else 'are'} not divisible "
+                    f"by model.patch_size {patch}; use multiples of {patch}"
+                )
+        return self
 
     @model_validator(mode="after")
     def _pick_resolved_teacher(self) -> TrialConfig:

@@ -39,6 +39,7 @@ from vitscale.train.distill import EpochDistillStats, make_distiller
 from vitscale.train.evaluate import did_not_train, evaluate, split_predictions
 from vitscale.train.optimizer import make_optimizer
 from vitscale.train.progress import EpochProgress
+from vitscale.train.resolution_eval import evaluate_at_resolutions
 from vitscale.train.schedule import warmup_cosine
 
 ReportFn = Callable[[dict[str, float], Path | None], None]
@@ -180,6 +181,12 @@ def fit(
                 test_stats, predictions["test"] = split_predictions(runner, bundle, config, autocast, "test")
                 metrics.update(test_stats)
                 metrics["did_not_train"] = float(did_not_train(metrics["val_top1"], bundle.num_classes))
+                if train_cfg.eval_resolutions:  # accuracy at other input sizes: reported only, like test
+                    at_metrics, at_predictions = evaluate_at_resolutions(
+                        runner, bundle, config, train_cfg.eval_resolutions, autocast=autocast
+                    )
+                    metrics.update(at_metrics)
+                    predictions.update(at_predictions)
             history.append(metrics)
             if checkpoint_dir is not None:
                 if last:  # beside the checkpoint, so a Tune trial's copy in storage carries them
