@@ -51,6 +51,7 @@ EXPENSIVE = {
     "study status",
     "study logs",
     "train",
+    "evaluate",
     "bench",
     "analyze",
     "data info",
