@@ -14,6 +14,7 @@ from test_train_cli import TINY, run  # the one-second `vitscale train` flags an
 
 from vitscale import data as vdata
 from vitscale.cli import main
+from vitscale.tracking import store
 from vitscale.tracking.predictions import read_predictions
 from vitscale.train import fit
 from vitscale.train.metrics import SELECTABLE_METRICS
@@ -79,6 +80,32 @@ def test_evaluate_a_local_checkpoint_writes_predictions_beside_it(capsys, traine
     assert "test_top1" in out and "val_top1" not in out
     assert (ckpt / "predictions" / "test@16.parquet").is_file()
     assert not (ckpt / "predictions" / "val@16.parquet").exists()
+
+
+def test_an_older_checkpoint_reads_its_data_from_the_run_or_trial_json(capsys, trained):
+    """Checkpoints written before they carried the trial config: the run's data.* / train.* params
+    (what studies logged), or the trial.json `vitscale train` writes beside a checkpoint."""
+    state = torch.load(trained["folder"] / "ckpt" / "checkpoint.pt", weights_only=True)
+    del state["trial_config"]
+    old = trained["folder"] / "old"
+    old.mkdir()
+    torch.save(state, old / "checkpoint.pt")
+    code, _, err = run(capsys, "evaluate", str(old), "--resolutions", "16")
+    assert code == 2 and "does not say what data it was trained on" in err and len(err.splitlines()) == 1
+    (old / "trial.json").write_text((trained["folder"] / "ckpt" / "trial.json").read_text())
+    code, out, err = run(capsys, "evaluate", str(old), "--resolutions", "16", "--json")
+    assert code == 0 and json.loads(out)["test_top1"] == trained["with"]["test_top1"], err
+    (old / "trial.json").unlink()
+
+    client = MlflowClient(tracking_uri=trained["uri"])
+    original = client.get_run(trained["with"]["mlflow_run_id"])
+    run_id = client.create_run(original.info.experiment_id).info.run_id
+    store.log_params(client, run_id, original.data.params)
+    client.log_artifact(run_id, str(old / "checkpoint.pt"), artifact_path="checkpoint")
+    code, out, err = run(
+        capsys, "evaluate", run_id, "--resolutions", "16", "--json", "--tracking-uri", trained["uri"]
+    )
+    assert code == 0 and json.loads(out)["test_top1"] == trained["with"]["test_top1"], err
 
 
 @pytest.mark.parametrize(
