@@ -30,17 +30,18 @@ Every fit says how far it can be trusted, because a 3-parameter law bends throug
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from scipy.optimize import minimize
 from scipy.special import expit
 
 from vitscale.analysis.fields import as_float
 from vitscale.analysis.outcomes import outcome_counts
+from vitscale.analysis.predictions import correctness
 from vitscale.models.registry import mixer_order, regime_order
 
 MIN_DISTINCT_P = 4
@@ -284,34 +285,17 @@ def image_matrix(
     lacking = sorted({"run_id", "split", "index", "correct"} - set(predictions.column_names))
     if lacking:
         return None, f"images not resampled: predictions lack {', '.join(lacking)}"
-    sub = predictions.filter(
-        pc.and_(
-            pc.equal(predictions.column("split"), split),
-            pc.is_in(predictions.column("run_id"), pa.array(run_ids)),
-        )
-    )
-    rid = np.asarray(sub.column("run_id").to_pylist(), dtype=object)
-    index = np.asarray(sub.column("index").to_pylist())
-    correct = np.asarray(sub.column("correct").to_pylist(), dtype=float)
-    per_run = {r: rid == r for r in run_ids}
-    missing = sum(not m.any() for m in per_run.values())
+    by_run = correctness(predictions, split)  # run_id -> (sorted image index, correct)
+    missing = sum(r not in by_run for r in run_ids)
     if missing:
         return (
             None,
             f"images not resampled: {missing} of {len(run_ids)} runs have no per-image predictions on {split}",
         )
-    common = None
-    for m in per_run.values():
-        common = index[m] if common is None else np.intersect1d(common, index[m])
-    common = np.unique(common)
+    common = functools.reduce(np.intersect1d, (by_run[r][0] for r in run_ids))
     if common.size == 0:
         return None, f"images not resampled: the runs share no {split} image"
-    rows = []
-    for r in run_ids:
-        m = per_run[r]
-        order = np.argsort(index[m], kind="stable")
-        pos = np.searchsorted(index[m][order], common)
-        rows.append(1.0 - correct[m][order][pos])
+    rows = [1.0 - by_run[r][1][np.searchsorted(by_run[r][0], common)].astype(float) for r in run_ids]
     return np.vstack(rows), None
 
 

@@ -21,6 +21,14 @@ from vitscale.study.spec import SchedulerConfig, StudySpec, max_epochs
 from vitscale.train.config import TrialConfig
 
 Arm = dict[str, Any]
+# A phase of a comparison is a plain train study: the comparison's own sections cleared.
+AS_TRAIN_STUDY: dict[str, Any] = {
+    "kind": "train",
+    "arms": None,
+    "reference": None,
+    "final": None,
+    "match": None,
+}
 
 
 def arm_list(spec: StudySpec) -> list[Arm]:
@@ -79,11 +87,7 @@ def arm_study(spec: StudySpec, arm: Mapping[str, Any]) -> StudySpec:
     trial, the same budget; early stopping's last rung follows the tuning trial's epochs."""
     study = spec.model_copy(
         update={
-            "kind": "train",
-            "arms": None,
-            "reference": None,
-            "final": None,
-            "match": None,
+            **AS_TRAIN_STUDY,
             "trial": _arm_trial(spec, arm, spec.search.fidelity),
             "space": _arm_space(spec, arm),
             "search": _arm_search(spec, arm),
@@ -98,17 +102,7 @@ def arm_study(spec: StudySpec, arm: Mapping[str, Any]) -> StudySpec:
 def final_study(spec: StudySpec) -> StudySpec:
     """The study the final runs resolve against: points are {arm keys..., tuned keys...}."""
     search = spec.search.model_copy(update={"fidelity": None})
-    return spec.model_copy(
-        update={
-            "kind": "train",
-            "arms": None,
-            "reference": None,
-            "final": None,
-            "match": None,
-            "scheduler": _fifo(),
-            "search": search,
-        }
-    )
+    return spec.model_copy(update={**AS_TRAIN_STUDY, "scheduler": _fifo(), "search": search})
 
 
 def _fifo():

@@ -184,17 +184,13 @@ class TrialConfig(BaseModel):
     @model_validator(mode="after")
     def _resolutions_fit_the_patch(self) -> TrialConfig:
         """Other resolutions keep the patch size: each must give a whole token grid."""
-        patch = self.model.patch_size
         for key, values in (
             ("data.train_resolutions", self.data.train_resolutions),
             ("train.eval_resolutions", self.train.eval_resolutions),
         ):
-            bad = [r for r in values or () if r % patch]
-            if bad:
-                raise ValueError(
-                    f"{key}: {', '.join(map(str, bad))} {'is' if len(bad) == 1 else 'are'} not divisible "
-                    f"by model.patch_size {patch}; use multiples of {patch}"
-                )
+            problem = resolutions_problem(values or (), self.model.patch_size, "model.patch_size")
+            if problem:
+                raise ValueError(f"{key}: {problem}")
         return self
 
     @model_validator(mode="after")
@@ -224,6 +220,16 @@ class TrialConfig(BaseModel):
         if not unset:
             return self
         return self.model_copy(update={"train": self.train.model_copy(update=unset)})
+
+
+def resolutions_problem(resolutions, patch_size: int, patch_name: str) -> str | None:
+    """Why image sides cannot keep the patch size (not positive multiples of it), or None: the
+    token grid would crop. One wording for `TrialConfig` and `vitscale evaluate`."""
+    bad = [r for r in resolutions if r <= 0 or r % patch_size]
+    if not bad:
+        return None
+    verb = "is" if len(bad) == 1 else "are"
+    return f"{', '.join(map(str, bad))} {verb} not divisible by {patch_name} {patch_size}; use multiples of {patch_size}"
 
 
 def flatten(trial: TrialConfig) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from vitscale.tracking import store
 from vitscale.tracking.layout import DEFAULT_TRACKING_URI
 from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT
 from vitscale.train.checkpoint import CHECKPOINT_FILE, TrainState, load_checkpoint
-from vitscale.train.config import TrainConfig, TrialConfig
+from vitscale.train.config import TrainConfig, TrialConfig, resolutions_problem
 from vitscale.train.from_mlflow import RUN_ID_PATTERN, download_checkpoint, unflatten_params
 from vitscale.train.loop import save_predictions
 from vitscale.train.metrics import at_resolution
@@ -58,13 +58,9 @@ class TrialEvaluation:
 
 def check_resolutions(resolutions: Sequence[int], patch_size: int, key: str = "--resolutions") -> None:
     """Every resolution a positive multiple of the patch size (else the token grid would crop)."""
-    bad = [r for r in resolutions if r <= 0 or r % patch_size]
-    if bad:
-        raise UserError(
-            f"{key}: {', '.join(map(str, bad))} {'is' if len(bad) == 1 else 'are'} not divisible by "
-            f"the model's patch size {patch_size}; "
-            f"use multiples of {patch_size}"
-        )
+    problem = resolutions_problem(resolutions, patch_size, "the model's patch size")
+    if problem:
+        raise UserError(f"{key}: {problem}")
 
 
 def evaluate_trial(
