@@ -25,7 +25,7 @@ def comparison_problems(
     `check_study`: `checks.check_study`, run on each arm's study (passed in: it runs this check too).
     """
     if spec.kind != "comparison":
-        for key in ("arms", "reference", "final"):
+        for key in ("arms", "reference", "final", "tuned_from"):
             if getattr(spec, key) is not None:
                 yield Problem(key, "only for kind: comparison")
         if spec.match is not None:
@@ -48,6 +48,7 @@ def comparison_problems(
     else:
         yield from _disjoint_seeds(spec)
     yield from _fidelity(spec)
+    yield from _tuned_from(spec)
     yield from _reference(spec)
     yield from _match(spec)
     if len(spec.objectives) != 1 or not spec.objectives[0].metric.startswith("val_"):
@@ -108,6 +109,20 @@ def _fidelity(spec: StudySpec) -> Iterable[Problem]:
                 f"search.fidelity.{key}",
                 "the model is what the final phase re-runs: tune at lower fidelity with data.* or train.* keys",
             )
+
+
+def _tuned_from(spec: StudySpec) -> Iterable[Problem]:
+    """A borrowed tuning has nothing to search: a space or a fidelity would be silently ignored."""
+    if spec.tuned_from is None:
+        return
+    if spec.space:
+        yield Problem(
+            "space",
+            f"tuned_from {spec.tuned_from!r} takes each arm's tuned point: this study searches nothing; "
+            "remove space (or tuned_from, to tune here)",
+        )
+    if spec.search.fidelity:
+        yield Problem("search.fidelity", "tuned_from: no tuning phase runs here; remove search.fidelity")
 
 
 def _match(spec: StudySpec) -> Iterable[Problem]:

@@ -28,6 +28,7 @@ AS_TRAIN_STUDY: dict[str, Any] = {
     "reference": None,
     "final": None,
     "match": None,
+    "tuned_from": None,
 }
 
 

@@ -19,5 +19,5 @@ def count_trials(spec: StudySpec) -> int:
 def planned_trials(spec: StudySpec) -> tuple[int, int]:
     """(tuning trials, final runs) of a comparison study."""
     arms = arm_list(spec)
-    tuning = sum(count_trials(arm_study(spec, arm)) for arm in arms)
+    tuning = 0 if spec.tuned_from else sum(count_trials(arm_study(spec, arm)) for arm in arms)
     return tuning, len(arms) * len((spec.final.seeds if spec.final else None) or [])

@@ -102,6 +102,14 @@ class MatchConfig(_Section):
     tolerance: float = Field(0.02, gt=0, lt=1, description="largest relative difference in parameters")
 
 
+class AnalysisConfig(_Section):
+    throughput_from: str | None = Field(
+        None,
+        description="a benchmark study (MLflow experiment) of the same model configs: the accuracy-"
+        "throughput front over resolutions places each (arm, resolution) at its measured images/s",
+    )
+
+
 class WandbConfig(_Section):
     project: str = Field(description="W&B project")
     mode: Literal["offline", "online"] = Field("offline", description="offline: run folders only, no network")
@@ -161,6 +169,11 @@ class StudySpec(_Section):
         description="comparison: the arm (or arms) deltas are taken against, e.g. {model.mixer: attention}",
     )
     final: FinalConfig | None = Field(None, description="comparison: the seeds of the final runs")
+    tuned_from: str | None = Field(
+        None,
+        description="comparison: skip tuning; each arm re-runs the point tuned for it by this earlier "
+        "comparison study (the source arm whose arms: values it contains), read from MLflow at start",
+    )
     match: MatchConfig | None = Field(
         None,
         description="comparison: parameter-matched arms ('better at equal parameters' is another claim "
@@ -179,6 +192,9 @@ class StudySpec(_Section):
     resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
     failure: FailureConfig = Field(default_factory=FailureConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    analysis: AnalysisConfig = Field(
+        default_factory=AnalysisConfig, description="what `vitscale analyze` reads besides this study"
+    )
     storage: str = Field("./ray_results", description="Ray results: a path, or a URI (s3://...) for clusters")
 
     @field_validator("name")

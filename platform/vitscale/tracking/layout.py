@@ -46,6 +46,7 @@ PHASE = "vitscale.phase"  # comparison studies: "tune" | "final"
 ARM = "vitscale.arm"  # comparison studies: the arm key, e.g. "model.mixer=ssog,model.regime=ode"
 FIDELITY = "vitscale.fidelity"  # comparison tuning runs: JSON of search.fidelity (their cheaper trial)
 REFERENCE = "vitscale.reference"  # comparison parent run: JSON of the reference arm's values
+TUNED_FROM = "vitscale.tuned_from"  # comparison parent run: JSON {study, run_id, tuning_seeds, fidelity}
 CONFIG_KEY = "vitscale.config_key"  # hash of the trial config without the seed: groups replicates
 RESTARTS = "vitscale.restarts"  # times the trial was restarted from its checkpoint (worker/node lost)
 QUEUE_ID = "vitscale.queue_id"  # the placeholder id a run had in the driver's write queue (tracking.queue)
@@ -77,8 +78,13 @@ BENCH_METRICS = (
 
 
 def arm_key(arm: Mapping[str, Any]) -> str:
-    """An arm's values -> its ARM tag: 'model.mixer=ssog,model.regime=ode' (keys in `arms:` order)."""
-    return ",".join(f"{k}={v}" for k, v in arm.items())
+    """An arm's values -> its ARM tag: 'model.mixer=ssog,model.regime=ode' (keys in `arms:` order);
+    a list value joins with '+' (data.train_resolutions=28+44+56), so the tag still splits on ','."""
+    return ",".join(f"{k}={_arm_value(v)}" for k, v in arm.items())
+
+
+def _arm_value(value: Any) -> str:
+    return "+".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
 
 
 def parse_arm(tag: str) -> dict[str, str]:

@@ -29,6 +29,7 @@ from vitscale.tune.phase_callback import PhaseCallback
 from vitscale.tune.selection import choose
 from vitscale.tune.storage import read_state, write_state
 from vitscale.tune.summary import child_runs, close_completed, close_orphans, summarise
+from vitscale.tune.tuned_from import borrowed_choices
 from vitscale.tune.tuner import build_tuner, describe_trial, trainable_for
 
 STATE_FILE = "comparison.json"
@@ -39,7 +40,7 @@ def _load_state(directory: Path) -> dict:
     return read_state(directory / STATE_FILE, default={"choices": {}, "final_done": False})
 
 
-def _save_state(directory: Path, state: dict) -> None:
+def save_state(directory: Path, state: dict) -> None:
     write_state(directory / STATE_FILE, state)
 
 
@@ -89,6 +90,15 @@ def _drain(execution) -> None:
         )
 
 
+def borrowed_state(spec, uri: str) -> dict | None:
+    """`tuned_from`: each arm's borrowed choice, read before anything starts, so a source that
+    cannot be used fails in one line with nothing recorded; saved with `save_state` (resume reuses it)."""
+    if spec.tuned_from is None:
+        return None
+    choices, provenance = borrowed_choices(spec, uri)
+    return {"choices": choices, "final_done": False, "tuned_from": provenance}
+
+
 def _final_points(spec, choices: dict[str, dict]) -> list[dict]:
     """{arm keys..., matched key (match:), tuned keys...} for every arm that has a winner, in arm order."""
     return [
@@ -100,8 +110,11 @@ def run_comparison(execution, verbose: int = 1):
     """Every phase not yet done; then the parent run ends and the summary is read from MLflow."""
     spec = execution.spec
     client = store.client_for(execution.tracking_uri)
-    store.set_tags(client, execution.parent_run_id, {layout.REFERENCE: json.dumps(spec.reference)})
     state = _load_state(execution.directory)
+    tags = {layout.REFERENCE: json.dumps(spec.reference)}
+    if state.get("tuned_from"):
+        tags[layout.TUNED_FROM] = json.dumps(state["tuned_from"])
+    store.set_tags(client, execution.parent_run_id, tags)
     queued.open_pending(execution.directory, execution.tracking_uri)  # left by a killed driver
     objective = spec.objectives[0]
     live: set = set()
@@ -117,7 +130,7 @@ def run_comparison(execution, verbose: int = 1):
         close_completed(client, execution, results)
         choice = choose(results, key, arm, list(spec.search.seeds), objective.metric, objective.mode)
         state["choices"][key] = choice.to_json()
-        _save_state(execution.directory, state)
+        save_state(execution.directory, state)
     points = _final_points(spec, state["choices"])
     if not state["final_done"] and points:
         phase_spec = final_study(spec)
@@ -131,7 +144,7 @@ def run_comparison(execution, verbose: int = 1):
         live |= {r.metrics.get("trial_id") for r in results if r.metrics}
         close_completed(client, execution, results)
     state["final_done"] = True
-    _save_state(execution.directory, state)
+    save_state(execution.directory, state)
     close_orphans(client, execution, live)
     client.log_text(execution.parent_run_id, json.dumps(state, indent=2, default=str), ARTIFACT)
     client.set_terminated(execution.parent_run_id, "FINISHED")

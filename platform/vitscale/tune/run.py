@@ -24,7 +24,7 @@ from vitscale.tracking import queued, store
 from vitscale.train.from_mlflow import resolve_spec_teachers
 from vitscale.tune import cluster, jobs, optuna_study
 from vitscale.tune import storage as storage_mod
-from vitscale.tune.comparison import run_comparison
+from vitscale.tune.comparison import borrowed_state, run_comparison, save_state
 from vitscale.tune.storage import LATEST_FILE, STATE_FILE
 from vitscale.tune.summary import close_completed, close_orphans, summarise
 from vitscale.tune.tuner import build_tuner, trainable_for
@@ -109,6 +109,7 @@ def run_study(
     uri = store.resolve_tracking_uri(tracking_uri, spec.tracking.uri)
     store.check_tracking_uri(uri)
     spec = _absolute_data_root(spec)
+    borrowed = borrowed_state(spec, uri)  # tuned_from: the arms' tuned points, read from MLflow now
     directory = _storage_root(spec, storage) / spec.name / time.strftime("%Y%m%d-%H%M%S")
     while directory.exists():  # two executions within one second
         directory = directory.with_name(directory.name + "x")
@@ -120,6 +121,8 @@ def run_study(
     # A teacher named by run id, models:/ URI or `best_of` another study is resolved now, once, into
     # the execution folder (every node sees it); the saved spec keeps it for resume.
     spec = resolve_spec_teachers(spec, uri, directory)
+    if borrowed:
+        save_state(directory, borrowed)
     client = store.client_for(uri)
     experiment_id = store.ensure_experiment(client, spec.tracking.experiment or spec.name)
     spec_yaml = dump_spec(spec)
