@@ -57,9 +57,13 @@ from vitscale.analysis.predictions import (
 )
 from vitscale.analysis.report import write_report
 from vitscale.analysis.report_arms import write_arms
+from vitscale.analysis.report_resolution import write_resolution_csv
+from vitscale.analysis.resolution import eval_resolutions, resolution_points
+from vitscale.analysis.resolution_figures import accuracy_throughput_figure, accuracy_vs_resolution_figure
 from vitscale.analysis.result import AnalysisResult
 from vitscale.analysis.runs import StudyRuns, load_study_runs
 from vitscale.analysis.snapshot import read_snapshot, write_snapshot
+from vitscale.analysis.throughput import throughput_for
 from vitscale.analysis.tuning import add_tuning
 from vitscale.analysis.verdicts import compare_arms
 from vitscale.errors import UserError, make_folder
@@ -77,13 +81,16 @@ def analyze(
     seed: int = 0,
     incomplete: str = "drop",
     margin: float = 1.0,
+    throughput_from: str | None = None,
     log_artifacts: bool = True,
     console: Console | None = None,
 ) -> AnalysisResult:
     """Analyse `study` from MLflow (or a runs.parquet snapshot) into `out` (default reports/STUDY/).
 
     `incomplete` ("drop" | "chance") says how failed, stopped-early and killed runs count in the
-    arm means and Δ; `margin` (points of top-1) is the equivalence margin of the verdicts. From
+    arm means and Δ; `margin` (points of top-1) is the equivalence margin of the verdicts;
+    `throughput_from` (default: the study's `analysis.throughput_from`) names the benchmark study
+    whose images/s place accuracy-at-resolution on its accuracy–throughput front. From
     MLflow the whole output directory is logged back under `analysis/` of the study's newest
     parent run; from a snapshot nothing is logged.
     """
@@ -151,6 +158,8 @@ def analyze(
                 res.arms, res.reference, runs, preds, res.policy, res.margin, seed, res.n_resamples
             )
             write_arms(res)
+            if res.arms:
+                _resolution(res, source, from_parquet, throughput_from, snap.context, preds)
 
         progress.update(step, advance=1, description="scaling-law fits (bootstrap)")
         if res.kind != "benchmark":
@@ -258,10 +267,39 @@ def _write_fits(res: AnalysisResult, n_boot: int, seed: int) -> Path:
     return path
 
 
+def _resolution(res: AnalysisResult, source, from_parquet, throughput_from, context: dict, preds) -> None:
+    """Accuracy at each evaluated side per arm, placed at the benchmark's images/s there."""
+    if not eval_resolutions(res.runs):
+        return
+    name = throughput_from or (context.get("analysis") or {}).get("throughput_from")
+    throughput, res.throughput_note = throughput_for(name, source.tracking_uri, res.out_dir, from_parquet)
+    res.throughput_from = name
+    res.resolution_points = resolution_points(
+        res.arms,
+        res.reference,
+        res.runs,
+        preds,
+        res.policy,
+        res.margin,
+        throughput,
+        seed=res.seed,
+        n_resamples=res.n_resamples,
+    )
+    write_resolution_csv(res)
+
+
 def _figures(res: AnalysisResult) -> list[Path]:
     out, agg = res.out_dir / "figures", res.aggregates
     fronts = {f.name: f for f in res.fronts}
     paths: list[Path] = []
+    if res.resolution_points:
+        paths += accuracy_vs_resolution_figure(
+            res.resolution_points, out, "Test accuracy vs evaluation resolution"
+        )
+        if any(p.throughput is not None for p in res.resolution_points):
+            paths += accuracy_throughput_figure(
+                res.resolution_points, out, "Accuracy vs throughput over resolutions"
+            )
     if res.kind == "benchmark":
         for metric, name, title in (
             ("images_per_second", "throughput_vs_resolution", "Throughput vs resolution"),

@@ -2,7 +2,7 @@
 from MLflow (each run's `predictions/{test,val}.parquet`, vitscale.tracking.predictions) and kept
 beside runs.parquet, so `--from runs.parquet` redraws the same image-level verdicts offline.
 
-Rows: run_id, split, index (the image's position in that split), correct. Runs that logged no
+Rows: run_id, split ('test', or 'test@56' at another evaluation resolution), index (the image's position in that split), correct. Runs that logged no
 predictions (older runs) have no rows; their comparisons fall back to the seed-paired t-interval.
 """
 
@@ -52,13 +52,22 @@ def fetch_predictions(
                 client.download_artifacts(run_id, PREDICTIONS_ARTIFACT, str(folder))
             except (MlflowException, OSError):
                 folder = None  # no predictions logged (older runs)
-            for split in SPLITS if folder is not None else ():
-                path = folder / predictions_path(split)
-                if path.is_file():
-                    parts.append(_rows(run_id, split, read_predictions(path)))
+            for path in _prediction_files(folder):
+                parts.append(_rows(run_id, path.stem, read_predictions(path)))
             if on_run is not None:
                 on_run()
     return pa.concat_tables(parts) if parts else empty()
+
+
+def _prediction_files(folder: Path | None) -> list[Path]:
+    """A run's predictions: val and test at the trained resolution, then at each other one
+    (`test@56`, train.eval_resolutions), in a stable order."""
+    if folder is None:
+        return []
+    found = (folder / predictions_path("test")).parent
+    files = [found / f"{split}.parquet" for split in SPLITS]
+    files = [p for p in files if p.is_file()]
+    return files + sorted(p for p in found.glob("*@*.parquet") if p.stem.split("@")[0] in SPLITS)
 
 
 def _rows(run_id: str, split: str, table: pa.Table) -> pa.Table:

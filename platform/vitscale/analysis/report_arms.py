@@ -93,11 +93,11 @@ def delta_section(res: AnalysisResult) -> list[str]:
             arm_display(c.candidate),
             arm_display(c.reference),
             pm(c.test.t.mean, c.test.t.ci95, c.test.t.n, 100, signed=True),
-            _boot_cell(c.test.boot),
+            boot_cell(c.test.boot),
             pm(c.val.mean, c.val.ci95, c.val.n, 100, signed=True) if c.val else "—",
             str(c.test.t.n),
             str(c.test.boot.n_images) if c.test.boot else "—",
-            _p_cell(c.test),
+            p_cell(c.test),
             f"±{100 * c.margin:g}",
             c.verdict,
             outcomes(by_label[c.candidate].counts),
@@ -169,7 +169,7 @@ def _method(res: AnalysisResult) -> str:
     )
 
 
-def _p_cell(j: Judgement) -> str:
+def p_cell(j: Judgement) -> str:
     if j.claim:
         return f"{j.p_holm:.2g} ({j.claim}, {j.route})"
     if np.isfinite(j.mcnemar_p):
@@ -177,7 +177,7 @@ def _p_cell(j: Judgement) -> str:
     return "—"
 
 
-def _boot_cell(boot: ImageBootstrap | None) -> str:
+def boot_cell(boot: ImageBootstrap | None) -> str:
     if boot is None:
         return "— (no per-image predictions)"
     text = f"{100 * boot.mean:+.2f} [{100 * boot.low:+.2f}, {100 * boot.high:+.2f}]"

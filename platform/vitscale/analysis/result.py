@@ -13,6 +13,7 @@ from vitscale.analysis.crossover import Crossover
 from vitscale.analysis.fields import as_float
 from vitscale.analysis.fits import PowerLawFit
 from vitscale.analysis.fronts import Front
+from vitscale.analysis.resolution import ResolutionPoint
 from vitscale.analysis.verdicts import Comparison
 from vitscale.models.registry import mixer_order, regime_order
 
@@ -43,6 +44,9 @@ class AnalysisResult:
     settings: list[str] = field(
         default_factory=list
     )  # params that split configurations beyond the arm fields
+    resolution_points: list[ResolutionPoint] = field(default_factory=list)  # accuracy at each eval side
+    throughput_from: str | None = None  # the benchmark study the resolution front's images/s come from
+    throughput_note: str = ""  # why the front has no throughput, when it has none
     importance: list[dict] = field(default_factory=list)  # fANOVA rows (analysis.importance)
     importance_path: Path | None = None
     runs_path: Path | None = None

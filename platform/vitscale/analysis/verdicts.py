@@ -53,12 +53,12 @@ def compare_arms(
 ) -> list[Comparison]:
     """Every arm with a reference arm, judged on test (Holm across all of them)."""
     pairs = [(arm, ref) for arm in arms if (ref := reference_of(arm, arms, reference)) is not None]
-    per_seed_images = _images_by_seed(arms, table, predictions, policy)
+    per_seed_images = images_by_seed(arms, table, predictions, policy)
     contests = [
         Pair(
             arm.per_seed.get(VERDICT_METRIC, {}),
             ref.per_seed.get(VERDICT_METRIC, {}),
-            _paired_images(per_seed_images[arm.label], per_seed_images[ref.label]),
+            paired_images(per_seed_images[arm.label], per_seed_images[ref.label]),
         )
         for arm, ref in pairs
     ]
@@ -97,13 +97,20 @@ def lost_runs_rule(verdict: str, cand: Arm, ref: Arm, policy: str) -> str:
     )
 
 
-def _images_by_seed(arms: list[Arm], table: pa.Table, predictions: pa.Table, policy: str) -> dict:
+def images_by_seed(
+    arms: list[Arm],
+    table: pa.Table,
+    predictions: pa.Table,
+    policy: str,
+    metric: str = VERDICT_METRIC,
+    split: str = "test",
+) -> dict:
     """arm label -> {seed: [(index, correct) of each run that counts for that seed] or None when
-    one of them logged no test predictions}."""
-    by_run = correctness(predictions, "test") if predictions.num_rows else {}
+    one of them logged no predictions on `split`} (`metric`: the top-1 those predictions give)."""
+    by_run = correctness(predictions, split) if predictions.num_rows else {}
     run_ids = table.column("run_id").to_pylist()
     seeds = table.column("seed").to_pylist()
-    values = scored(table, VERDICT_METRIC, policy) if VERDICT_METRIC in table.column_names else None
+    values = scored(table, metric, policy) if metric in table.column_names else None
     out: dict[str, dict] = {}
     for arm in arms:
         per_seed: dict = {}
@@ -117,7 +124,7 @@ def _images_by_seed(arms: list[Arm], table: pa.Table, predictions: pa.Table, pol
     return out
 
 
-def _paired_images(cand: dict, ref: dict) -> dict | None:
+def paired_images(cand: dict, ref: dict) -> dict | None:
     """seed -> (candidate, reference) correctness on the images every run of both arms was scored
     on; None when a paired seed lacks predictions or no image is common."""
     seeds = [s for s in cand if s in ref]

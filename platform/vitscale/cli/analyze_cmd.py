@@ -10,6 +10,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from vitscale.analysis.report_resolution import front_lines
 from vitscale.cli.app import app
 from vitscale.errors import UserError
 from vitscale.tracking.layout import DEFAULT_TRACKING_URI
@@ -132,6 +133,13 @@ def analyze_command(
         help="equivalence margin of the verdicts on test, in points of top-1: two arms are "
         "'equivalent within ±POINTS' when the 90 % interval of Δ lies inside it (TOST)",
     ),
+    throughput_from: str | None = typer.Option(
+        None,
+        "--throughput-from",
+        metavar="BENCHMARK_STUDY",
+        help="benchmark study of the same model configs whose images/s place accuracy-at-resolution "
+        "on the accuracy–throughput front (default: the study's analysis.throughput_from)",
+    ),
 ) -> None:
     """Turn a study's runs into Pareto fronts, scaling-law fits, figures and report.md."""
     from vitscale.analysis.pipeline import analyze  # lazy: matplotlib, scipy, pyarrow
@@ -147,6 +155,7 @@ def analyze_command(
         n_boot=n_boot,
         incomplete=incomplete,
         margin=margin,
+        throughput_from=throughput_from,
         console=Console(stderr=True),
     )
     c = result.counts()
@@ -165,6 +174,13 @@ def analyze_command(
     for c in result.comparisons:
         for line in comparison_lines(c):
             console.print(line, highlight=False)
+    front = front_lines(result)
+    if front:
+        console.print("Accuracy–throughput front over resolutions (test top-1, inference img/s):")
+        for line in front:
+            console.print(f"  {line}", highlight=False)
+    elif result.resolution_points and result.throughput_note:
+        console.print(f"No accuracy–throughput front: {result.throughput_note}", highlight=False)
     console.print(f"report:  {result.report_path}")
     console.print(f"figures: {result.out_dir / 'figures'}/ ({len(result.figure_paths)} files)")
     console.print(f"data:    {result.runs_path} (redraw offline with --from), {result.fits_path.name}")
