@@ -41,6 +41,8 @@ EXPECTED_TRIALS = {
     "load_1000.yaml": 1000,  # the load benchmark: 4 points x 250 seeds
     "fashion_tuned.yaml": 102,  # 6 arms x (12 TPE samples at low fidelity + 5 final seeds)
     "fashion_tuned_14.yaml": 102,  # the same on a 14x14 token grid
+    "fashion_resolution.yaml": 24,  # 8 arms (tuned_from fashion-tuned: no tuning) x 3 final seeds
+    "fashion_resolution_bench.yaml": 16,  # 2 mixers x 2 regimes x 4 resolutions
 }
 
 

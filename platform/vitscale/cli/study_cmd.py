@@ -59,6 +59,11 @@ def trials_line(spec) -> str:
         arms = len(arm_list(spec))
         fidelity = spec.search.fidelity
         at = f" at {', '.join(f'{k}={v}' for k, v in fidelity.items())}" if fidelity else ""
+        if spec.tuned_from:
+            return (
+                f"{n(final, 'trial')} = {n(arms, 'arm')} x {n(len(spec.final.seeds), 'final seed')}, "
+                f"each arm at the point {spec.tuned_from} tuned for it (no tuning here)"
+            )
         return (
             f"{n(tuning + final, 'trial')} = {n(arms, 'arm')} x ({n(tuning // arms, 'tuning trial')}{at}"
             f" + {n(len(spec.final.seeds), 'final seed')} at full fidelity)"

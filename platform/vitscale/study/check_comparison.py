@@ -45,7 +45,7 @@ def comparison_problems(
     yield from _arm_keys(spec)
     if spec.final is None:
         yield Problem("final", "required for kind: comparison, e.g. final: {seeds: [100, 101, 102]}")
-    else:
+    elif spec.tuned_from is None:  # else the source's tuning seeds, checked when the study starts
         yield from _disjoint_seeds(spec)
     yield from _fidelity(spec)
     yield from _tuned_from(spec)
