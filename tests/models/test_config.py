@@ -55,3 +55,16 @@ def test_invalid_config_names_the_field(values: dict, field: str) -> None:
 def test_defaults_are_valid_and_the_grid_follows_image_and_patch() -> None:
     assert ModelConfig().grid == (8, 8)
     assert ModelConfig(image_size=224, patch_size=16).grid == (14, 14)
+
+
+def test_head_dim_makes_heads_follow_width_across_a_sweep():
+    """A size sweep over width with 16-dim heads: heads = width / 16 at every width, also when the
+    width is set on a config dumped at another width (as a study's grid does)."""
+    config = ModelConfig(width=96, head_dim=16)
+    assert config.heads == 6
+    dumped = config.model_dump()
+    for width, heads in ((16, 1), (48, 3), (80, 5)):
+        assert ModelConfig.model_validate({**dumped, "width": width}).heads == heads
+    with pytest.raises(ValueError, match="head_dim: 16 does not divide width 40"):
+        ModelConfig(width=40, head_dim=16)
+    assert ModelConfig(width=64, heads=2).heads == 2  # without head_dim, heads as given

@@ -43,6 +43,7 @@ EXPECTED_TRIALS = {
     "fashion_tuned_14.yaml": 102,  # the same on a 14x14 token grid
     "fashion_resolution.yaml": 24,  # 8 arms (tuned_from fashion-tuned: no tuning) x 3 final seeds
     "fashion_resolution_bench.yaml": 16,  # 2 mixers x 2 regimes x 4 resolutions
+    "fashion_scaling.yaml": 216,  # 72 arms (2 mixers x 2 regimes x 6 widths x 3 data levels) x 3 seeds
 }
 
 

@@ -56,6 +56,13 @@ class ModelConfig(BaseModel):
         4, ge=1, le=MAX_DEPTH, description="blocks (discrete), applications (looped), default t_end (ode)"
     )
     heads: int = Field(4, ge=1, le=MAX_WIDTH, description="heads (must divide width)")
+    head_dim: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_WIDTH,
+        description="width per head: when set, heads = width / head_dim (replacing any heads given), so "
+        "heads follow width across a size sweep (as ViT-Ti/S/B keep 64-dim heads); null = heads as given",
+    )
     mlp_ratio: float = Field(4.0, gt=0, le=MAX_MLP_RATIO, description="MLP hidden width / width")
     patch_size: int = Field(4, ge=1, le=MAX_IMAGE_SIZE, description="patch side in pixels")
     in_chans: int = Field(
@@ -113,6 +120,20 @@ class ModelConfig(BaseModel):
             raise ValidationError.from_exception_data(cls.__name__, errors)
         config.__pydantic_extra__.update(values)
         return config
+
+    @model_validator(mode="before")
+    @classmethod
+    def _heads_from_head_dim(cls, values: Any) -> Any:
+        """head_dim decides heads. A given heads is replaced, not checked: a config dumped at one width
+        carries its derived heads, and a sweep then sets another width on that dump."""
+        if not isinstance(values, dict) or values.get("head_dim") is None:
+            return values
+        width, head_dim = values.get("width", cls.model_fields["width"].default), values["head_dim"]
+        if not isinstance(width, int) or not isinstance(head_dim, int) or head_dim < 1:
+            return values  # the field checks report it
+        if width % head_dim:
+            raise ValueError(f"head_dim: {head_dim} does not divide width {width}")
+        return {**values, "heads": width // head_dim}
 
     @model_validator(mode="after")
     def _check_shapes(self) -> ModelConfig:
