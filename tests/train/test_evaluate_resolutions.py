@@ -189,6 +189,22 @@ def test_train_resolutions_draw_one_side_per_batch_from_the_generator(tiny_trial
     assert set(plain) == {16}
 
 
+def test_a_single_training_side_trains_exactly_as_no_list(tiny_trial):
+    """[16] at resolution 16 draws nothing: the same batches (and so the same run) as no list, so
+    an arm "trained at 28" of a resolution study repeats the run of a study without the key."""
+    bundle = vdata.load(tiny_trial().data, torch.device("cpu"))
+
+    def batches(config):  # two epochs from one generator: a draw in the first shifts the second
+        generator = vdata.make_generator(bundle, 3)
+        return [b for _ in range(2) for b in vdata.train_batches(bundle, config.data, 16, generator)]
+
+    single, plain = batches(tiny_trial(data={"train_resolutions": [16]})), batches(tiny_trial())
+    assert len(single) == len(plain)
+    assert all(
+        torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(single, plain, strict=True)
+    )
+
+
 def test_train_resolutions_train_deterministically_and_resume_bit_for_bit(tiny_trial, tmp_path):
     config = tiny_trial(data={"train_resolutions": [8, 24]})
     straight = fit(config).history

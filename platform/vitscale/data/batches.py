@@ -42,15 +42,17 @@ def train_batches(
     """One epoch of shuffled, augmented batches; drop_last, except that a training set smaller
     than one batch gives a single batch of all of it (so tiny runs still train). With
     `data.train_resolutions` each batch is resized to a side drawn from that list (drawn once
-    per epoch from `generator`, after the shuffle; without the list nothing more is drawn)."""
+    per epoch from `generator`, after the shuffle; with no list, or one side, nothing more is
+    drawn, so `[28]` trains exactly as no list does)."""
     n = int(bundle.train_labels.numel())
     if n == 0:
         return
     batch_size = min(batch_size, n)
     padding, hflip = augmentation(bundle, config)
     order = torch.randperm(n, generator=generator, device=generator.device).to(bundle.device)
-    sides = [config.resolution] * (n // batch_size)
-    if config.train_resolutions:
+    listed = config.train_resolutions or [config.resolution]
+    sides = [listed[0]] * (n // batch_size)
+    if len(set(listed)) > 1:
         drawn = torch.randint(
             len(config.train_resolutions), (len(sides),), generator=generator, device=generator.device
         )
