@@ -83,12 +83,14 @@ def flops_per_image(model: nn.Module | ModelConfig, resolution: int | tuple[int,
     return int(counter.get_total_flops())
 
 
-def ode_flops_split(model: VisionTransformer, resolution: int | tuple[int, int]) -> tuple[int, int]:
-    """(FLOPs outside the ODE, FLOPs of one vector-field evaluation) for one image.
+def regime_flops_split(model: VisionTransformer, resolution: int | tuple[int, int]) -> tuple[int, int]:
+    """(FLOPs outside the regime, FLOPs of one regime unit) for one image, on one real forward.
 
-    An ODE model's cost is `outside + per_eval x NFE`, and NFE changes as an adaptive solver
-    meets the trained field: the trainer multiplies by the NFE it measures each epoch, so
-    cost fronts use the model as trained, not as initialised. Counted on one real forward.
+    The unit is one vector-field evaluation where the regime counts them (ODE: the regime's
+    FLOPs / last_nfe) and the whole stack where it does not (discrete, looped). An ODE model's
+    cost is `outside + per_eval x NFE`, and NFE changes as an adaptive solver meets the trained
+    field: the trainer multiplies by the NFE it measures, so cost fronts use the model as
+    trained, not as initialised; the regime's `forward_flops` / `training_flops` do the sum.
     """
     param = next(model.parameters())
     gen = torch.Generator().manual_seed(0)
@@ -97,8 +99,14 @@ def ode_flops_split(model: VisionTransformer, resolution: int | tuple[int, int])
         model(images.to(param.device, param.dtype))
     counts = {name: sum(ops.values()) for name, ops in counter.get_flop_counts().items()}
     root = type(model).__name__
-    ode = counts.get(f"{root}.blocks", 0)
-    return int(counts.get(root, 0) - ode), int(round(ode / max(model.last_nfe or 1, 1)))
+    inside = counts.get(f"{root}.blocks", 0)
+    return int(counts.get(root, 0) - inside), int(round(inside / max(model.last_nfe or 1, 1)))
+
+
+def ode_flops_split(model: VisionTransformer, resolution: int | tuple[int, int]) -> tuple[int, int]:
+    """(FLOPs outside the ODE, FLOPs of one vector-field evaluation) for one image: the ODE
+    reading of `regime_flops_split`."""
+    return regime_flops_split(model, resolution)
 
 
 def mixing_flops(mixer: nn.Module, grid_hw: tuple[int, int], prefix_tokens: int = 1) -> int:

@@ -99,7 +99,7 @@ def fit(
     model_config = trial_model_config(config, bundle)
     model = build(model_config).to(device)
     params = count_params(model)
-    cost = CostMeter(model, config.data.resolution)
+    cost = CostMeter(model, config.data.resolution, config.data.train_resolutions)
     runner = torch.compile(model) if train_cfg.compile else model
 
     batch_size = min(train_cfg.batch_size, len(bundle.train_labels))
@@ -128,6 +128,7 @@ def fit(
         scheduler.load_state_dict(state.scheduler)
         restore_rng(state.rng, generator)
         history = list(state.history)
+        cost.resume(history)
 
     autocast = (
         torch.autocast("cuda", dtype=torch.bfloat16)
@@ -158,6 +159,7 @@ def fit(
                 device,
                 epoch,
                 progress,
+                cost,
                 distiller,
             )
             train_seconds = time.perf_counter() - t0
@@ -173,6 +175,7 @@ def fit(
                 "lr": optimizer.param_groups[0]["lr"],
                 "epoch_seconds": time.perf_counter() - t0,
                 "train_images_per_second": steps_per_epoch * batch_size / max(train_seconds, 1e-9),
+                **cost.totals(),
                 "params": float(params),
                 "flops_per_image": cost.flops(val_stats.get("val_nfe_mean")),
                 "peak_memory_mb": peak_memory_mb(device),
@@ -238,6 +241,7 @@ def _train_epoch(
     device,
     epoch,
     progress,
+    cost,
     distiller=None,
 ) -> dict[str, float]:
     runner.train()
@@ -261,7 +265,7 @@ def _train_epoch(
                 loss = F.cross_entropy(logits.float(), labels, label_smoothing=config.train.label_smoothing)
                 if extra is not None:
                     loss = loss + extra
-            after_forward = model.nfe_count
+            after_forward, step_nfe = model.nfe_count, model.last_nfe
             optimizer.zero_grad(set_to_none=True)
             with backward_guard(model):
                 loss.backward()
@@ -271,9 +275,11 @@ def _train_epoch(
             scheduler.step()
             loss_sum += loss.detach()
             steps += 1
+            step_backward_nfe = None if after_forward is None else model.nfe_count - after_forward
             if after_forward is not None:
-                forward_nfe += model.last_nfe or 0
-                backward_nfe += model.nfe_count - after_forward  # adjoint solves; 0 otherwise
+                forward_nfe += step_nfe or 0
+                backward_nfe += step_backward_nfe  # adjoint solves; 0 otherwise
+            cost.add_batch(images.shape[-2:], labels.shape[0], step_nfe, step_backward_nfe)
             if step % FINITE_CHECK_EVERY == 0:  # one device sync per window, not per step
                 _check_finite(loss_sum, epoch, window_start, step)
                 window_start = step + 1

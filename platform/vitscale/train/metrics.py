@@ -16,7 +16,9 @@ EPOCH_METRICS = (
     "lr",
     "epoch_seconds",
     "train_images_per_second",
-    "nfe_mean",  # ODE: mean vector-field evaluations per training forward (+ backward under the adjoint)
+    "images_seen",  # training images processed by the end of this epoch (every batch, at any side)
+    "train_flops",  # training FLOPs (forward + backward) by the end of this epoch: train.cost
+    "nfe_mean",  # ODE: mean vector-field evaluations per training forward (adjoint backward: nfe_backward_mean)
     "val_nfe_mean",  # ODE: mean vector-field evaluations per validation forward
     "peak_memory_mb",  # CUDA: peak allocated this epoch; CPU: the process's peak RSS so far
 )

@@ -6,6 +6,11 @@ The regime contract (what `vit.VisionTransformer` relies on):
 - `forward(x, grid_hw) -> Tensor` maps tokens (B, T, C) to tokens of the same shape;
 - attribute `last_nfe: int | None`: vector-field evaluations of the latest forward (ODE
   regimes), None where the notion does not apply;
+- `forward_flops(outside, unit, nfe)` and `training_flops(outside, unit, forward_nfe,
+  backward_nfe)`: FLOPs of one image's forward, and of one training image's forward + backward,
+  from `measure.regime_flops_split` (FLOPs outside the regime; FLOPs of its unit: the whole
+  stack, or one field evaluation where the regime counts NFE) and the NFE measured (the
+  trainer asks these, so it names no regime);
 - class attribute `default_layer_scale: float`: the LayerScale the regime builds where
   `model.layer_scale` is unset (discrete: none, so it is the standard ViT; weight-shared
   regimes: on). It acts on every mixer alike; a regime never switches on a stabiliser that

@@ -25,3 +25,11 @@ class Discrete(nn.Module):
         for block in self.blocks:
             x = block(x, grid_hw)
         return x
+
+    def forward_flops(self, outside: float, stack: float, nfe: float | None = None) -> float:
+        """Forward FLOPs of one image: `outside` the regime plus the whole `stack` (no NFE)."""
+        return outside + stack
+
+    def training_flops(self, outside: int, stack: int, forward_nfe=None, backward_nfe=None) -> int:
+        """Forward + backward FLOPs of one training image: backward = 2 x forward (the 3x rule)."""
+        return 3 * (outside + stack)

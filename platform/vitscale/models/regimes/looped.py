@@ -30,3 +30,12 @@ class Looped(nn.Module):
         for _ in range(self.depth):
             x = self.block(x, grid_hw)
         return x
+
+    def forward_flops(self, outside: float, stack: float, nfe: float | None = None) -> float:
+        """Forward FLOPs of one image: `outside` the regime plus the `depth` applications (`stack`)."""
+        return outside + stack
+
+    def training_flops(self, outside: int, stack: int, forward_nfe=None, backward_nfe=None) -> int:
+        """Forward + backward FLOPs of one training image: backward = 2 x forward (the 3x rule;
+        sharing the weights changes the parameter count, not the compute)."""
+        return 3 * (outside + stack)

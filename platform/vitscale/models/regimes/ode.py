@@ -142,6 +142,26 @@ class NeuralOde(nn.Module):
     def forward(self, x: Tensor, grid_hw: tuple[int, int]) -> Tensor:
         return self.solve(x, grid_hw)[-1]
 
+    def forward_flops(self, outside: float, per_eval: float, nfe: float) -> float:
+        """Forward FLOPs of one image: `outside` the ODE plus one field evaluation x `nfe`."""
+        return outside + per_eval * nfe
+
+    def training_flops(self, outside: int, per_eval: int, forward_nfe: int, backward_nfe: int) -> int:
+        """Forward + backward FLOPs of one training image, at the NFE measured on its batch.
+
+        forward  = outside + per_eval x forward_nfe
+        backward = 2 x forward                              backprop through the solver's operations
+                 = 2 x outside + 3 x per_eval x backward_nfe   adjoint: each backward step evaluates
+                                                               the field and its vector-Jacobian
+                                                               product (1 + 2 forwards' worth)
+        `backward_nfe` is what `nfe_count` grew by during `backward()` (the adjoint solve's own
+        evaluations, rejected steps included); without the adjoint it is 0 and unused.
+        """
+        forward = outside + per_eval * forward_nfe
+        if self.settings.adjoint:
+            return forward + 2 * outside + 3 * per_eval * backward_nfe
+        return 3 * forward
+
     def layer_times(self, layers: Sequence[int], depth: int) -> list[float]:
         """t_k = k · t_end / depth: the times at which a depth-`depth` discrete model's block k ends."""
         return [k * self.t_end / depth for k in layers]
