@@ -21,10 +21,13 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+from threadpoolctl import threadpool_limits
 
 from vitscale.analysis import figures as figs
 from vitscale.analysis.aggregate import aggregate_replicates
 from vitscale.analysis.arms import Arm, is_comparison, study_arms
+from vitscale.analysis.compute_optimal import compute_optimal
+from vitscale.analysis.compute_optimal_figures import compute_figures
 from vitscale.analysis.contest import N_RESAMPLES
 from vitscale.analysis.crossover import crossovers, write_crossovers
 from vitscale.analysis.exponents import cost_exponents
@@ -57,6 +60,7 @@ from vitscale.analysis.predictions import (
 )
 from vitscale.analysis.report import write_report
 from vitscale.analysis.report_arms import write_arms
+from vitscale.analysis.report_compute import write_compute_json
 from vitscale.analysis.report_resolution import write_resolution_csv
 from vitscale.analysis.resolution import eval_resolutions, resolution_points
 from vitscale.analysis.resolution_figures import accuracy_throughput_figure, accuracy_vs_resolution_figure
@@ -164,15 +168,21 @@ def analyze(
         progress.update(step, advance=1, description="scaling-law fits (bootstrap)")
         if res.kind != "benchmark":
             groups = progress.add_task("  bootstrap per mixer × regime", total=None)
-            res.fits = scaling_fits(
-                runs,
-                n_boot=n_boot,
-                seed=seed,
-                on_group=lambda: progress.advance(groups),
-                final_only=res.comparison,
-                predictions=preds,
-            )
+            with threadpool_limits(limits=1, user_api="blas"):  # 3-parameter fits: BLAS threads only cost
+                res.fits = scaling_fits(
+                    runs,
+                    n_boot=n_boot,
+                    seed=seed,
+                    on_group=lambda: progress.advance(groups),
+                    final_only=res.comparison,
+                    predictions=preds,
+                )
             progress.remove_task(groups)
+            progress.update(step, description="compute-optimal fits (bootstrap)")
+            res.compute = compute_optimal(
+                runs, predictions=preds, n_boot=n_boot, seed=seed, final_only=res.comparison
+            )
+            res.compute_path = write_compute_json(res.compute, out_dir)
         res.cost_exponents = cost_exponents(res.aggregates)
         if res.kind == "benchmark":
             res.crossovers = crossovers(res.aggregates)
@@ -312,6 +322,7 @@ def _figures(res: AnalysisResult) -> list[Path]:
         if any(e["quantity"] == "seconds_per_image" for e in res.cost_exponents):
             paths += figs.cost_figure(agg, res.cost_exponents, out)
         return paths
+    paths += compute_figures(res.compute, out)
     if "val_top1_mean" not in agg.column_names:
         return paths
     for x, name, title, logx in (

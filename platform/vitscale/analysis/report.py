@@ -18,6 +18,7 @@ from vitscale.analysis.importance import MIN_CONFIGS
 from vitscale.analysis.markdown import num, outcomes, pm, si, table
 from vitscale.analysis.report_arms import arms_section, delta_section
 from vitscale.analysis.report_bench import bench_sections
+from vitscale.analysis.report_compute import compute_section
 from vitscale.analysis.report_resolution import resolution_section
 from vitscale.analysis.result import AnalysisResult
 from vitscale.models.registry import BASELINE, CANDIDATE, regime_order
@@ -328,7 +329,7 @@ def render(res: AnalysisResult) -> str:
     else:
         body = paper_table(res) + delta_section(res) + arms_section(res) + resolution_section(res)
         body += configurations_table(res)
-        body += fronts_section(res) + fits_section(res)
+        body += fronts_section(res) + fits_section(res) + compute_section(res)
     body += exponents_section(res) + importance_section(res) + failures_section(res) + figures_section(res)
     return "\n".join(header_lines(res) + body).rstrip() + "\n"
 

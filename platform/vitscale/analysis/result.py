@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from vitscale.analysis.arms import Arm
+from vitscale.analysis.compute_optimal import ComputeOptimal
 from vitscale.analysis.crossover import Crossover
 from vitscale.analysis.fields import as_float
 from vitscale.analysis.fits import PowerLawFit
@@ -30,6 +31,7 @@ class AnalysisResult:
     parent_run_ids: list[str] = field(default_factory=list)
     fronts: list[Front] = field(default_factory=list)
     fits: list[PowerLawFit] = field(default_factory=list)
+    compute: ComputeOptimal | None = None  # compute-optimal law, isoFLOPs, frontier (training studies)
     cost_exponents: list[dict] = field(default_factory=list)
     crossovers: list[Crossover] = field(default_factory=list)
     arms: list[Arm] = field(default_factory=list)
@@ -52,6 +54,7 @@ class AnalysisResult:
     runs_path: Path | None = None
     predictions_path: Path | None = None  # predictions.parquet; None when no run logged predictions
     fits_path: Path | None = None
+    compute_path: Path | None = None  # compute_optimal.json; None when no group had compute points
     report_path: Path | None = None
     logged_to: str | None = None  # the parent run id the artifacts went to
 
