@@ -26,6 +26,8 @@ from threadpoolctl import threadpool_limits
 from vitscale.analysis import figures as figs
 from vitscale.analysis.aggregate import aggregate_replicates
 from vitscale.analysis.arms import Arm, is_comparison, study_arms
+from vitscale.analysis.axes import axis_studies
+from vitscale.analysis.axes_figures import axis_figure
 from vitscale.analysis.compute_optimal import compute_optimal
 from vitscale.analysis.compute_optimal_figures import compute_figures
 from vitscale.analysis.contest import N_RESAMPLES
@@ -60,6 +62,7 @@ from vitscale.analysis.predictions import (
 )
 from vitscale.analysis.report import write_report
 from vitscale.analysis.report_arms import write_arms
+from vitscale.analysis.report_axes import write_axes_csv
 from vitscale.analysis.report_compute import write_compute_json
 from vitscale.analysis.report_resolution import write_resolution_csv
 from vitscale.analysis.resolution import eval_resolutions, resolution_points
@@ -183,6 +186,9 @@ def analyze(
                 runs, predictions=preds, n_boot=n_boot, seed=seed, final_only=res.comparison
             )
             res.compute_path = write_compute_json(res.compute, out_dir)
+            with threadpool_limits(limits=1, user_api="blas"):  # error along Gaussians, tolerance, sides
+                res.axes = axis_studies(scope, params, res.policy, n_boot=n_boot, seed=seed)
+            write_axes_csv(res.axes, out_dir)
         res.cost_exponents = cost_exponents(res.aggregates)
         if res.kind == "benchmark":
             res.crossovers = crossovers(res.aggregates)
@@ -302,6 +308,8 @@ def _figures(res: AnalysisResult) -> list[Path]:
     out, agg = res.out_dir / "figures", res.aggregates
     fronts = {f.name: f for f in res.fronts}
     paths: list[Path] = []
+    for study in res.axes:
+        paths += axis_figure(study, out)
     if res.resolution_points:
         paths += accuracy_vs_resolution_figure(
             res.resolution_points, out, "Test accuracy vs evaluation resolution"

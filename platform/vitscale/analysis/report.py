@@ -17,6 +17,7 @@ from vitscale.analysis.fits import FLOOR_MARGIN, MIN_DISTINCT_P
 from vitscale.analysis.importance import MIN_CONFIGS
 from vitscale.analysis.markdown import num, outcomes, pm, si, table
 from vitscale.analysis.report_arms import arms_section, delta_section
+from vitscale.analysis.report_axes import axes_section
 from vitscale.analysis.report_bench import bench_sections
 from vitscale.analysis.report_compute import compute_section
 from vitscale.analysis.report_resolution import resolution_section
@@ -328,6 +329,7 @@ def render(res: AnalysisResult) -> str:
         body = bench_sections(res)
     else:
         body = paper_table(res) + delta_section(res) + arms_section(res) + resolution_section(res)
+        body += axes_section(res.axes)
         body += configurations_table(res)
         body += fronts_section(res) + fits_section(res) + compute_section(res)
     body += exponents_section(res) + importance_section(res) + failures_section(res) + figures_section(res)

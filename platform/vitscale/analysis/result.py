@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from vitscale.analysis.arms import Arm
+from vitscale.analysis.axes import AxisStudy
 from vitscale.analysis.compute_optimal import ComputeOptimal
 from vitscale.analysis.crossover import Crossover
 from vitscale.analysis.fields import as_float
@@ -31,6 +32,7 @@ class AnalysisResult:
     parent_run_ids: list[str] = field(default_factory=list)
     fronts: list[Front] = field(default_factory=list)
     fits: list[PowerLawFit] = field(default_factory=list)
+    axes: list[AxisStudy] = field(default_factory=list)  # error along Gaussians, tolerance, sides
     compute: ComputeOptimal | None = None  # compute-optimal law, isoFLOPs, frontier (training studies)
     cost_exponents: list[dict] = field(default_factory=list)
     crossovers: list[Crossover] = field(default_factory=list)
