@@ -7,8 +7,13 @@ drop-or-chance scoring), aggregate (seeds -> mean, std, 95 % CI), paired (seed-p
 contest (the statistics of a verdict on test: bootstrap over seeds x images, McNemar, TOST, Holm),
 verdicts (each arm against its reference), tuning (comparison budgets, edge flags), pareto
 (non-dominated rows), fronts (the study's fronts -> CSV), crossover (where SSoG overtakes
-attention), fits (power laws), mixing + exponents (cost exponents), figures, markdown / report /
-report_arms / report_bench (report.md), pipeline (`analyze`, the orchestrator).
+attention), fits (power laws), mixing + exponents (cost exponents), resolution + throughput +
+resolution_figures + report_resolution (accuracy at each evaluation side, the accuracy–throughput
+front over resolutions), compute_points + data_law + isoflop + frontier + frontier_gap +
+compute_optimal (+ _figures, report_compute) (L(N, D), isoFLOP minima, the compute-optimal frontier
+and the matched-compute gap), axes + axes_levels + axes_trends (+ _figures, report_axes) (error
+along Gaussians, ODE tolerance, resolutions), figures, markdown / report / report_arms /
+report_bench (report.md), pipeline (`analyze`, the orchestrator).
 Imports are lazy so `from vitscale.analysis import pareto_front` does not load MLflow.
 """
 
