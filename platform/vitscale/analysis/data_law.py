@@ -24,11 +24,10 @@ import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
 from vitscale.analysis.compute_points import ComputePoints
-from vitscale.analysis.fits import C_MIN, HUBER_DELTA, LBFGS_OPTIONS, MIN_BOOT_OK
+from vitscale.analysis.fits import C_MIN, HUBER_DELTA, MIN_BOOT_OK, best_of_starts
 
 MIN_SIZES = 6
 MIN_LEVELS = 3
@@ -123,22 +122,7 @@ def starts(err: np.ndarray) -> list[np.ndarray]:
 
 def _fit(x: np.ndarray, y: np.ndarray, err: np.ndarray, inits: list[np.ndarray]) -> np.ndarray | None:
     """Best converged θ over the starts by the Huber loss; None if none converged."""
-    bounds, ly = _bounds(err), np.log(err)
-    lo, hi = np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
-    best, best_loss = None, np.inf
-    for p0 in inits:
-        res = minimize(
-            _objective,
-            np.clip(p0, lo, hi),
-            args=(x, y, ly),
-            jac=True,
-            method="L-BFGS-B",
-            bounds=bounds,
-            options=LBFGS_OPTIONS,
-        )
-        if res.success and np.all(np.isfinite(res.x)) and res.fun < best_loss:
-            best, best_loss = res.x, float(res.fun)
-    return best
+    return best_of_starts(_objective, inits, _bounds(err), (x, y, np.log(err)))
 
 
 def _natural(theta: np.ndarray, n0: float, d0: float) -> np.ndarray:

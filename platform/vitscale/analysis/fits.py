@@ -109,16 +109,16 @@ def _bounds(err: np.ndarray) -> list[tuple[float, float]]:
     return [(-50.0, 50.0), (0.0, B_MAX), (math.log(C_MIN), math.log(max(float(err.max()), 2 * C_MIN)))]
 
 
-def _fit(x: np.ndarray, err: np.ndarray, starts: list[np.ndarray]) -> np.ndarray | None:
-    """Best converged (α, b, γ) over the starts by the Huber loss; None if no start converged."""
-    lx, ly, bounds = np.log(x), np.log(err), _bounds(err)
+def best_of_starts(objective, starts: list[np.ndarray], bounds: list, args: tuple) -> np.ndarray | None:
+    """L-BFGS-B from each start (clipped into the bounds); the converged θ of least loss, or None.
+    `objective(θ, *args)` returns (loss, gradient). Shared by every Huber-in-log-space fit."""
     lo, hi = np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
     best, best_loss = None, np.inf
     for p0 in starts:
         res = minimize(
-            _objective,
+            objective,
             np.clip(p0, lo, hi),
-            args=(lx, ly),
+            args=args,
             jac=True,
             method="L-BFGS-B",
             bounds=bounds,
@@ -127,6 +127,11 @@ def _fit(x: np.ndarray, err: np.ndarray, starts: list[np.ndarray]) -> np.ndarray
         if res.success and np.all(np.isfinite(res.x)) and res.fun < best_loss:
             best, best_loss = res.x, float(res.fun)
     return best
+
+
+def _fit(x: np.ndarray, err: np.ndarray, starts: list[np.ndarray]) -> np.ndarray | None:
+    """Best converged (α, b, γ) over the starts by the Huber loss; None if no start converged."""
+    return best_of_starts(_objective, starts, _bounds(err), (np.log(x), np.log(err)))
 
 
 def _starts(err: np.ndarray) -> list[np.ndarray]:
