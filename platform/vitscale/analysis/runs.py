@@ -233,8 +233,8 @@ def _check_store(study: str, uri: str) -> None:
 
 def _missing(study: str, uri: str) -> str:
     return (
-        f"study '{study}' not found in MLflow at {uri}; run it first with "
-        f"`vitscale study run studies/{study}.yaml`, or pass the store with --tracking-uri"
+        f"study '{study}' not found in MLflow at {uri}; run it first with `vitscale study run FILE` "
+        f"(the YAML whose `name:` is {study}), or pass the store with --tracking-uri"
     )
 
 

@@ -15,12 +15,31 @@ from vitscale.cli.app import app
 from vitscale.errors import UserError
 from vitscale.tracking.layout import DEFAULT_TRACKING_URI
 
+STUDY_FOLDERS = (".", "studies")  # where a bare file name (`tuned_quickstart`) is looked for
+
+
+def study_file(name: str) -> Path | None:
+    """The study YAML a bare name means when it is a file's name rather than a study's
+    (`tuned_quickstart` -> studies/tuned_quickstart.yaml, whose `name:` is tuned-quickstart)."""
+    if Path(name).suffix in (".yaml", ".yml") or "/" in name:
+        return None
+    for folder in STUDY_FOLDERS:
+        for suffix in (".yaml", ".yml"):
+            path = Path(folder) / f"{name}{suffix}"
+            if path.is_file():
+                return path
+    return None
+
 
 def resolve_study(study: str) -> tuple[str, str | None, str | None]:
-    """(name, tracking uri, experiment) from a study name or a path to its YAML (`name:`, `tracking:`)."""
+    """(name, tracking uri, experiment) from a study name, a study file's name (`study_file`) or a
+    path to its YAML (`name:`, `tracking:`)."""
     path = Path(study)
     if path.suffix not in (".yaml", ".yml"):
-        return study, None, None
+        found = study_file(study)
+        if found is None:
+            return study, None, None
+        path, study = found, str(found)
     if not path.is_file():
         raise UserError(f"{study}: no such study file; pass a study name or the path to its YAML")
     try:

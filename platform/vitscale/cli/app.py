@@ -1,6 +1,10 @@
 """The Typer application and its command groups; command modules attach to these."""
 
+from typing import Annotated
+
 import typer
+
+from vitscale import __version__
 
 app = typer.Typer(
     name="vitscale",
@@ -16,3 +20,19 @@ spec_app = typer.Typer(help="Old name of `vitscale study schema`.", no_args_is_h
 app.add_typer(model_app, name="model")
 app.add_typer(study_app, name="study")
 app.add_typer(spec_app, name="spec", hidden=True)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"vitscale {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Options of `vitscale` itself (before a command)."""

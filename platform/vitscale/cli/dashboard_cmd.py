@@ -1,44 +1,85 @@
-"""`vitscale dashboard STUDY`: optuna-dashboard on a sampler study's Optuna study, on 127.0.0.1."""
+"""`vitscale dashboard STUDY [--arm A]`: optuna-dashboard on a study's Optuna study, on 127.0.0.1.
+
+A sampler study has one Optuna study; a comparison has one per arm, each in its tuning phase's
+folder (`tune-<i>/optuna.db`, named `<study>/<arm>`). optuna-dashboard opens one storage, so a
+comparison opens the arm `--arm` names, by default the first, and says in one line which arms
+there are: the first arm is a useful page at once, and the line says how to see another.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from vitscale.cli.analyze_cmd import study_file
 from vitscale.cli.app import app
 from vitscale.errors import UserError
 
 
-def optuna_storage(target: str, storage: str | None) -> str:
-    """The Optuna RDB of the newest execution of `target` (a name, study YAML or execution folder)."""
+def execution_folder(target: str, storage: str | None) -> Path:
+    """The execution folder `target` names: the folder itself (or one of its comparison phase
+    folders, `.../<timestamp>/tune-0`), else the newest execution of a study name or YAML."""
     # Lazy: vitscale.tune imports Ray.
-    from vitscale.tune.optuna_study import execution_storage
     from vitscale.tune.run import locate_execution
+    from vitscale.tune.storage import STATE_FILE
 
-    directory = locate_execution(target, storage)
-    url = execution_storage(directory)
-    if not url:
-        raise UserError(f"{target}: its newest execution ({directory}) has no Optuna study (a grid study?)")
-    return url
+    path = Path(target)
+    if path.is_dir() and ((path / STATE_FILE).is_file() or (path.parent / STATE_FILE).is_file()):
+        return path.resolve()
+    found = study_file(target)
+    return locate_execution(str(found) if found else target, storage)
+
+
+def choose_study(target: str, storage: str | None, arm: str | None):
+    """(the Optuna study to open, a line naming the other arms or None)."""
+    from vitscale.tune.optuna_study import dashboard_studies, pick_arm
+
+    directory = execution_folder(target, storage)
+    studies = dashboard_studies(directory)
+    if not studies:
+        raise UserError(
+            f"{target}: its newest execution ({directory}) has no Optuna study: a grid or benchmark "
+            "study samples nothing (search.algorithm: tpe, random, ... has one)"
+        )
+    names = ", ".join(s.label for s in studies)
+    if arm is not None:
+        chosen = pick_arm(studies, arm)
+        if chosen is None:
+            raise UserError(f"--arm: {arm!r} is not an arm of {target}; its arms: {names}")
+        return chosen, None
+    if len(studies) == 1:
+        return studies[0], None
+    return studies[0], f"{len(studies)} arms: {names}; showing {studies[0].label} (another: --arm NAME)"
 
 
 @app.command("dashboard")
 def dashboard(
     target: Annotated[str, typer.Argument(help="study name, study YAML, or an execution folder")],
+    arm: Annotated[
+        str | None,
+        typer.Option(help="a comparison's arm, e.g. 'ssog · ode' or ssog/ode (default: the first)"),
+    ] = None,
     storage: Annotated[str | None, typer.Option(help="Ray results folder; default: ray_results")] = None,
     port: Annotated[int, typer.Option(help="port on 127.0.0.1")] = 8080,
     host: Annotated[str, typer.Option(help="interface; 0.0.0.0 exposes it to the network")] = "127.0.0.1",
 ) -> None:
-    """Open optuna-dashboard (history, importance, parallel coordinates) for a sampler study."""
-    url = optuna_storage(target, storage)
+    """Open optuna-dashboard (history, importance, parallel coordinates) for a sampler study or
+    a comparison's arm."""
+    study, others = choose_study(target, storage, arm)
     program = shutil.which("optuna-dashboard") or os.path.join(
         os.path.dirname(sys.executable), "optuna-dashboard"
     )
     if not os.path.exists(program):
         raise UserError("optuna-dashboard is not installed; pip install -e '.[dashboard]'")
-    print(f"optuna-dashboard on http://{host}:{port} for {url} (Ctrl-C stops it)", flush=True)
-    os.execv(program, [program, url, "--host", host, "--port", str(port)])
+    if others:
+        print(others, flush=True)
+    print(
+        f"optuna-dashboard on http://{host}:{port} for {study.label} ({study.url}; Ctrl-C stops it)",
+        flush=True,
+    )
+    os.execv(program, [program, study.url, "--host", host, "--port", str(port)])

@@ -108,27 +108,36 @@ def client_for(uri: str):
     return client
 
 
-def ensure_experiment(client, name: str) -> str:
+def ensure_experiment(client, name: str, description: str = "", *, replace_description: bool = True) -> str:
     """The experiment's id, created if missing (tolerating another process creating it meanwhile),
-    tagged as model training so MLflow 3's UI opens it on its runs (see layout.EXPERIMENT_KIND)."""
+    tagged as model training so MLflow 3's UI opens it on its runs (see layout.EXPERIMENT_KIND).
+
+    `description` (a study's) becomes the experiment's description (its NOTE tag, what the UI
+    shows above the runs): on a new experiment, one without a description, or — with
+    `replace_description`, for the study's own experiment — one whose description differs. An
+    experiment several studies share keeps the first one's."""
     from mlflow.exceptions import MlflowException
 
+    description = description.strip()
+    tags = {layout.EXPERIMENT_KIND: layout.EXPERIMENT_KIND_TRAINING}
+    if description:
+        tags[layout.NOTE] = description
     experiment = client.get_experiment_by_name(name)
-    if experiment is not None:
-        if experiment.lifecycle_stage == "deleted":
-            client.restore_experiment(experiment.experiment_id)
-        if experiment.tags.get(layout.EXPERIMENT_KIND) != layout.EXPERIMENT_KIND_TRAINING:
-            client.set_experiment_tag(
-                experiment.experiment_id, layout.EXPERIMENT_KIND, layout.EXPERIMENT_KIND_TRAINING
-            )
-        return experiment.experiment_id
-    try:
-        return client.create_experiment(name, tags={layout.EXPERIMENT_KIND: layout.EXPERIMENT_KIND_TRAINING})
-    except MlflowException:
-        experiment = client.get_experiment_by_name(name)
-        if experiment is None:
-            raise
-        return experiment.experiment_id
+    if experiment is None:
+        try:
+            return client.create_experiment(name, tags=tags)
+        except MlflowException:
+            experiment = client.get_experiment_by_name(name)
+            if experiment is None:
+                raise
+    if experiment.lifecycle_stage == "deleted":
+        client.restore_experiment(experiment.experiment_id)
+    if experiment.tags.get(layout.NOTE) and not replace_description:
+        tags.pop(layout.NOTE, None)
+    for key, value in tags.items():
+        if experiment.tags.get(key) != value:
+            client.set_experiment_tag(experiment.experiment_id, key, value)
+    return experiment.experiment_id
 
 
 def search_all(client: Any, experiment_ids: list[str], filter_string: str) -> list[Any]:

@@ -12,13 +12,20 @@ of its child run (written by the driver through the execution's write queue).
   (`predictions/{val,test}.parquet`, written beside its last checkpoint; see tracking.predictions).
 - Logs: Ray writes each trial's stdout/stderr to `stdout`/`stderr` in the trial's working folder
   (`RunConfig(log_to_file=True)`, synced to the trial folder in storage with every checkpoint);
-  they are copied beside the queue at completion and logged under `logs/`.
+  they are copied beside the queue at completion and logged under `logs/`. `fit` prints nothing
+  inside Ray (no progress bar there), so these files stayed empty: the trainable writes its own
+  lines with `trial_log` — the trial's configuration, one line per epoch (losses, val and, at the
+  end, test top-1, lr, time), a failure's reason — into the trial's `stdout` file only. Ray
+  forwards a worker's own stdout to the driver's terminal, where the study's progress lines are.
 """
 
 from __future__ import annotations
 
 import math
 import shutil
+import sys
+import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -83,6 +90,47 @@ def stage_logs(trial, staging: Path) -> list[Path]:
         shutil.copyfile(source, target)
         staged.append(target)
     return staged
+
+
+# What one epoch's log line shows, in order: (metric, format); top-1 values as percentages.
+EPOCH_LINE_FIELDS = (
+    ("train_loss", "train_loss {:.4f}"),
+    ("val_loss", "val_loss {:.4f}"),
+    ("val_top1", "val_top1 {:.2%}"),
+    ("test_loss", "test_loss {:.4f}"),
+    ("test_top1", "test_top1 {:.2%}"),
+    ("lr", "lr {:.3g}"),
+    ("train_images_per_second", "{:.0f} img/s"),
+    ("epoch_seconds", "{:.1f} s"),
+)
+
+
+def _trial_stdout():
+    """The running trial's own stdout file: Ray Tune's log_to_file replaces sys.stdout by a Tee
+    of (the worker's stdout, the trial's file) for each trial, a reused worker's next trial
+    included; None outside such a trial."""
+    stream = getattr(sys.stdout, "stream2", None)
+    return stream if Path(str(getattr(stream, "name", ""))).name == LOG_FILES[0] else None
+
+
+def trial_log(line: str) -> None:
+    """Append one timestamped line to the running trial's stdout file, flushed at once (the driver
+    copies the file when the trial completes); nothing outside a Tune trial."""
+    stream = _trial_stdout()
+    if stream is None:
+        return
+    try:
+        stream.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {line.rstrip()}\n")
+        stream.flush()
+    except (OSError, ValueError):
+        pass  # a closed file (the worker moved on): a log line never fails a trial
+
+
+def epoch_line(metrics: Mapping[str, float], epochs: int) -> str:
+    """'epoch 2/6  train_loss 1.2345  val_loss 1.1111  val_top1 45.31%  lr 0.003  1234 img/s  2.1 s'."""
+    parts = [f"epoch {int(metrics.get('epoch', 0))}/{epochs}"]
+    parts += [fmt.format(metrics[key]) for key, fmt in EPOCH_LINE_FIELDS if _finite(metrics.get(key))]
+    return "  ".join(parts)
 
 
 def _finite(value) -> bool:

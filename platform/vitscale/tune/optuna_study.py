@@ -1,7 +1,13 @@
 """The Optuna study behind a sampler study: its name, its RDB, continuing it, start points.
 
-- Name: the vitscale study name. Storage: `search.optuna_storage`, else `optuna.db` (SQLite) in
-  the execution's folder, beside Tune's state; `vitscale-study.json` records it.
+- Name: the vitscale study name; a comparison's arm, tuned in its own phase folder `tune-<i>`
+  (its own `optuna.db` there), `<study>/<arm>` with the arm's display name
+  (`tuned-quickstart/ssog · ode`), so the arms' studies tell apart in optuna-dashboard and can
+  share one `search.optuna_storage`. Storage: `search.optuna_storage`, else `optuna.db` (SQLite)
+  in the execution's (or phase's) folder, beside Tune's state; `vitscale-study.json` records it.
+- Metric names: the objectives' metrics (`set_metric_names`), so the dashboard plots `val_top1`
+  rather than "Objective 0".
+- `dashboard_studies`: the Optuna studies of an execution folder, for `vitscale dashboard`.
 - `study run FILE --continue`: the new execution uses the newest execution's Optuna study (same
   RDB, same name) and samples `search.num_samples` more points. Every earlier trial is in that
   study, and so is the samplers' state that Optuna keeps there (TPE, NSGA-II and CMA-ES read the
@@ -17,13 +23,28 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
 
 from vitscale.errors import UserError
+from vitscale.study import StudySpec
+from vitscale.study.comparison import arm_list
 from vitscale.study.distributions import label
+from vitscale.tracking import layout
 from vitscale.tune.storage import LATEST_FILE, STATE_FILE, read_state
 
 DB_FILE = "optuna.db"
+TUNE_PHASE = re.compile(r"tune-(\d+)")  # a comparison arm's tuning phase folder (tune.comparison)
+
+
+def study_name(study: str, arm: Mapping[str, Any] | None = None) -> str:
+    """The Optuna study's name: the vitscale study's, or `<study>/<arm display>` for an arm."""
+    return f"{study}/{layout.arm_display(layout.arm_key(arm))}" if arm else study
 
 
 def uses_optuna(spec) -> bool:
@@ -88,15 +109,18 @@ def completed_trials(url: str, name: str) -> int | None:
     return len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)))
 
 
-def prepare(spec, url: str) -> int:
-    """Create the study (enqueueing start points) or find it; the finished trials it holds."""
+def prepare(spec, url: str, name: str | None = None) -> int:
+    """Create the Optuna study `name` (default: the study's; enqueueing start points, naming its
+    metrics) or find it; the finished trials it holds."""
     import optuna
 
-    done = completed_trials(url, spec.name)
+    name = name or spec.name
+    done = completed_trials(url, name)
     if done is not None:
         return done
     directions = ["minimize" if o.mode == "min" else "maximize" for o in spec.objectives]
-    study = optuna.create_study(storage=url, study_name=spec.name, directions=directions)
+    study = optuna.create_study(storage=url, study_name=name, directions=directions)
+    study.set_metric_names([o.metric for o in spec.objectives])
     study.set_user_attr("vitscale_study", spec.name)
     if spec.description:
         study.set_user_attr("description", spec.description)
@@ -125,3 +149,63 @@ def start_points(spec) -> list[dict]:
             params[key] = label(value)
         points.append(params)
     return points
+
+
+@dataclass
+class DashboardStudy:
+    """One Optuna study optuna-dashboard can open: whose it is, its RDB, the folder holding it."""
+
+    label: str  # the study's name, or a comparison arm's display name
+    url: str
+    folder: str = ""  # a comparison's phase folder (tune-<i>); "" for the execution's own study
+    key: str = ""  # a comparison arm's ARM tag
+
+
+def dashboard_studies(directory: Path) -> list[DashboardStudy]:
+    """The Optuna studies of an execution folder (or of one comparison phase folder in it): a
+    sampler study's own, or one per comparison arm whose tuning phase has an `optuna.db`, in arm
+    order. Empty for grid and benchmark studies (nothing was sampled)."""
+    if not (directory / STATE_FILE).is_file() and (directory.parent / STATE_FILE).is_file():
+        return [s for s in dashboard_studies(directory.parent) if s.folder == directory.name]
+    state = read_state(directory / STATE_FILE, default={})
+    spec = state.get("spec")
+    name = (spec.get("name") if isinstance(spec, dict) else None) or directory.parent.name
+    url = execution_storage(directory)
+    if url:
+        return [DashboardStudy(name, url)]
+    arms = _arms(state)
+    found = []
+    for db in sorted(directory.glob(f"tune-*/{DB_FILE}"), key=lambda p: _phase_index(p.parent.name)):
+        i = _phase_index(db.parent.name)
+        key = layout.arm_key(arms[i]) if i < len(arms) else ""
+        shown = layout.arm_display(key) if key else db.parent.name
+        found.append(DashboardStudy(shown, f"sqlite:///{db}", db.parent.name, key))
+    return found
+
+
+def _phase_index(folder: str) -> int:
+    match = TUNE_PHASE.fullmatch(folder)
+    return int(match.group(1)) if match else 1 << 30
+
+
+def _arms(state: dict) -> list[dict]:
+    """The comparison's arms in phase order, from the execution record (none if it cannot be read)."""
+    try:
+        spec = StudySpec.model_validate(state.get("spec") or {})
+    except ValidationError:
+        return []
+    return arm_list(spec) if spec.kind == "comparison" else []
+
+
+def pick_arm(studies: list[DashboardStudy], wanted: str) -> DashboardStudy | None:
+    """The study of the arm `wanted` names: its display name (any separator: 'ssog · ode',
+    'ssog/ode', 'ssog ode'), its ARM tag, or its phase folder (tune-1)."""
+    words = _words(wanted)
+    for study in studies:
+        if wanted in (study.label, study.key, study.folder) or words == _words(study.label):
+            return study
+    return None
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in re.split(r"[\s·/,|]+", text.strip().lower()) if w]

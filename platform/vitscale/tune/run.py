@@ -20,7 +20,7 @@ from ray import tune
 
 from vitscale.errors import UserError, make_folder
 from vitscale.study import StudySpec, count_trials, dump_spec, load_study, spec_hash
-from vitscale.tracking import queued, store
+from vitscale.tracking import parent_summary, queued, store
 from vitscale.train.from_mlflow import resolve_spec_teachers
 from vitscale.tune import cluster, jobs, optuna_study
 from vitscale.tune import storage as storage_mod
@@ -124,7 +124,10 @@ def run_study(
     if borrowed:
         save_state(directory, borrowed)
     client = store.client_for(uri)
-    experiment_id = store.ensure_experiment(client, spec.tracking.experiment or spec.name)
+    experiment_name = spec.tracking.experiment or spec.name
+    experiment_id = store.ensure_experiment(
+        client, experiment_name, spec.description, replace_description=experiment_name == spec.name
+    )
     spec_yaml = dump_spec(spec)
     parent_run_id = store.create_study_run(
         client,
@@ -136,7 +139,9 @@ def run_study(
         description=spec.description,
         source=source,
     )
-    jobs.tag_parent_run(client, parent_run_id, planned=count_trials(spec))
+    planned = count_trials(spec)
+    jobs.tag_parent_run(client, parent_run_id, planned=planned)
+    parent_summary.log_study_params(client, parent_run_id, parent_summary.study_params(spec, planned))
     optuna_storage = optuna_study.storage_for(spec, directory, continue_search)
     execution = StudyExecution(directory, spec, uri, experiment_id, parent_run_id, optuna_storage, source)
     execution.save()
@@ -184,17 +189,24 @@ def resume_study(
     cluster.preflight(execution.spec.resources.cpu, execution.spec.resources.gpu, allow_autoscale)
     storage_mod.check_shared(directory.parent.parent)
     client = store.client_for(execution.tracking_uri)
+    finished_at = parent_summary.parent_end_time(client, execution.parent_run_id)  # None: not finished
     client.update_run(execution.parent_run_id, status="RUNNING")
     jobs.tag_parent_run(client, execution.parent_run_id)
+    params = parent_summary.study_params(execution.spec, count_trials(execution.spec))
+    parent_summary.log_study_params(client, execution.parent_run_id, params)
     if execution.spec.kind == "comparison":
-        return run_comparison(execution, verbose=verbose)  # skips the phases already done
-    tuner = tune.Tuner.restore(
-        str(directory),
-        trainable=trainable_for(execution.spec),
-        resume_unfinished=True,
-        resume_errored=True,
-    )
-    return _fit_and_summarise(tuner, execution)
+        summary = run_comparison(execution, verbose=verbose)  # skips the phases already done
+    else:
+        tuner = tune.Tuner.restore(
+            str(directory),
+            trainable=trainable_for(execution.spec),
+            resume_unfinished=True,
+            resume_errored=True,
+        )
+        summary = _fit_and_summarise(tuner, execution)
+    # Nothing was left to run: the parent keeps the end time of the execution that finished it.
+    parent_summary.keep_end_time(client, execution.experiment_id, execution.parent_run_id, finished_at)
+    return summary
 
 
 def _fit_and_summarise(tuner, execution: StudyExecution):
@@ -214,4 +226,5 @@ def _fit_and_summarise(tuner, execution: StudyExecution):
     close_orphans(client, execution, {r.metrics.get("trial_id") for r in results if r.metrics})
     summary = summarise(client, execution)
     summary.tracking = tracking.line()
+    parent_summary.log_summary(client, execution.experiment_id, execution.parent_run_id, execution.spec)
     return summary
