@@ -7,7 +7,6 @@ import math
 from ray.tune.search import Searcher
 
 from vitscale.tune.replicates import ReplicatedSearcher
-from vitscale.tune.summary import TrialRow, best_trials
 
 
 class RecordingSearcher(Searcher):
@@ -59,26 +58,3 @@ def test_state_survives_save_and_restore(tmp_path):
     restored = ReplicatedSearcher(RecordingSearcher(), seeds=[0, 1], metrics=["val_top1"], modes=["max"])
     restored.restore(str(tmp_path / "s.pkl"))
     assert restored.suggest("t1") == {"point": {"model.width": 16}, "seed": 1}  # the open group goes on
-
-
-def _row(name, status="FINISHED", **metrics):
-    return TrialRow(
-        run_id=name,
-        trial_id=name,
-        name=name,
-        status=status,
-        stopped_early=False,
-        failure_reason="",
-        metrics=metrics,
-    )
-
-
-def test_best_trial_and_pareto_set_skip_failed_runs():
-    rows = [
-        _row("a", val_top1=0.9, params=100.0),
-        _row("b", val_top1=0.8, params=50.0),
-        _row("c", val_top1=0.7, params=80.0),  # dominated by b
-        _row("d", status="FAILED", val_top1=math.nan, params=10.0),
-    ]
-    assert [t.name for t in best_trials(rows, [("val_top1", "max")])] == ["a"]
-    assert [t.name for t in best_trials(rows, [("val_top1", "max"), ("params", "min")])] == ["a", "b"]

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from vitscale.cli.app import study_app
 from vitscale.cli.study_cmd import SetOption
+from vitscale.errors import UserError
 from vitscale.study import load_study
 from vitscale.tracking import layout, store
 
@@ -37,6 +38,20 @@ CpusOption = Annotated[int | None, typer.Option("--num-cpus", help="CPUs of the 
 AutoscaleOption = Annotated[
     bool, typer.Option("--allow-autoscale", help="skip the resource preflight (autoscaling clusters)")
 ]
+IncludeOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--include",
+        help="an untracked file or folder of the project to upload too (repeatable); "
+        "a submitted job gets only what git tracks, the study file, and these",
+    ),
+]
+QuietOption = Annotated[
+    bool, typer.Option(help="no Ray Tune status table (the default); the progress lines stay")
+]
+VerboseOption = Annotated[
+    bool, typer.Option("--verbose", help="Ray Tune's status table too, every 15 s, beside the progress lines")
+]
 JobAddressOption = Annotated[
     str | None,
     typer.Option("--address", help="Ray job server, e.g. http://HEAD:8265 (default: the last used)"),
@@ -52,7 +67,8 @@ def run(
     set_: SetOption = None,
     num_cpus: CpusOption = None,
     allow_autoscale: AutoscaleOption = False,
-    quiet: Annotated[bool, typer.Option(help="hide Ray Tune's status table")] = False,
+    quiet: QuietOption = False,
+    verbose: VerboseOption = False,
     continue_: Annotated[
         bool,
         typer.Option(
@@ -73,7 +89,7 @@ def run(
         storage=storage,
         num_cpus=num_cpus,
         allow_autoscale=allow_autoscale,
-        verbose=0 if quiet else 1,
+        verbose=int(verbose and not quiet),
         source=str(file),
         continue_search=continue_,
     )
@@ -87,14 +103,18 @@ def resume(
     storage: StorageOption = None,
     num_cpus: CpusOption = None,
     allow_autoscale: AutoscaleOption = False,
-    quiet: Annotated[bool, typer.Option(help="hide Ray Tune's status table")] = False,
+    quiet: QuietOption = False,
+    verbose: VerboseOption = False,
+    include: IncludeOption = None,
 ) -> None:
     """Continue the newest execution of a study whose driver died; finishes its planned trials."""
     from vitscale.tune.submit import is_job_server, submit_resume  # lazy: Ray
 
     if is_job_server(address):
-        print(submit_resume(target, address, storage, allow_autoscale))  # the job id
+        print(submit_resume(target, address, storage, allow_autoscale, list(include or ())))  # the job id
         return
+    if include:
+        raise UserError("--include: only for a resume that runs as a Ray job (--address http://HEAD:8265)")
     from vitscale.tune.run import resume_study  # lazy: Ray
 
     summary = resume_study(
@@ -103,7 +123,7 @@ def resume(
         storage=storage,
         num_cpus=num_cpus,
         allow_autoscale=allow_autoscale,
-        verbose=0 if quiet else 1,
+        verbose=int(verbose and not quiet),
     )
     print_summary(summary)
 
@@ -114,14 +134,16 @@ def submit(
     address: Annotated[str, typer.Option("--address", help="Ray job server, e.g. http://HEAD:8265")],
     tracking_uri: TrackingOption = None,
     set_: SetOption = None,
+    include: IncludeOption = None,
 ) -> None:
-    """Submit the study as a Ray job on a remote cluster and print its job id."""
+    """Submit the study as a Ray job on a remote cluster and print its job id. The job gets the files
+    git tracks (uncommitted edits included), the study file and --include paths, nothing else."""
     from vitscale.tune.submit import submit as submit_job  # lazy: Ray
 
     spec = load_study(file, set_ or ())
     uri = store.resolve_tracking_uri(tracking_uri, spec.tracking.uri)
     store.check_tracking_uri(uri, remote_driver=True)
-    job_id = submit_job(file, address, uri, list(set_ or ()), spec)
+    job_id = submit_job(file, address, uri, list(set_ or ()), spec, list(include or ()))
     print(job_id)
 
 
@@ -139,27 +161,55 @@ def logs(
 
 @study_app.command("status")
 def status(
-    job_id: Annotated[str | None, typer.Argument(help="one job; default: every job")] = None,
-    address: JobAddressOption = None,
+    target: Annotated[
+        str | None,
+        typer.Argument(help="a local study's name, or with --address one job; default: every study (job)"),
+    ] = None,
+    address: Annotated[
+        str | None,
+        typer.Option(
+            "--address",
+            help="Ray job server, e.g. http://HEAD:8265: list submitted studies; "
+            "default: the studies of this machine's storage folder",
+        ),
+    ] = None,
+    storage: Annotated[
+        str | None, typer.Option(help="local studies: the Ray results folder; default ./ray_results")
+    ] = None,
     tracking_uri: Annotated[
         str | None,
         typer.Option("--tracking-uri", help="MLflow server for progress when a job does not name one"),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON (jobs)")] = False,
+    watch: Annotated[bool, typer.Option("--watch", help="local studies: refresh until Ctrl-C")] = False,
+    every: Annotated[float, typer.Option(help="with --watch: seconds between refreshes", min=1)] = 10.0,
 ) -> None:
-    """Submitted studies, one line each: job id, study, status, start, duration, trials done/planned."""
-    from vitscale.tune.jobs import lines, status  # lazy: Ray
+    """Where studies stand. Here: one progress line per study of the storage folder (done / running /
+    failed / planned, best by seed mean, last change, ETA). With --address: submitted jobs, one line
+    each (job id, study, status, start, duration, trials done/planned)."""
+    from vitscale.tune import jobs, local_status  # lazy: Ray, MLflow
 
-    rows = status(address, job_id, tracking_uri)
+    if address is None:
+
+        def render() -> str:
+            return "\n".join(study.line() for study in local_status.local_studies(storage, target))
+
+        if watch:
+            local_status.watch(render, every)
+        else:
+            print(render())
+        return
+    rows = jobs.status(address, target, tracking_uri)
     if as_json:
         print(json.dumps(rows, indent=2))
         return
     width = shutil.get_terminal_size((100, 24)).columns
-    print("\n".join(lines(rows, width)))
+    print("\n".join(jobs.lines(rows, width)))
 
 
 def print_summary(summary) -> None:
-    """Counts, then the best trial or the Pareto set, then where to look next."""
+    """Counts, then the best configuration by seed mean (or the fronts per resolution), then
+    where to look next."""
     console = Console()
     counts = summary.counts
     console.print(
@@ -170,23 +220,57 @@ def print_summary(summary) -> None:
     failed = [t for t in summary.trials if t.status == "FAILED"]
     for trial in failed[:10]:
         console.print(f"  failed {trial.name}: {trial.failure_reason}")
-    if summary.best:
-        title = "best trial" if len(summary.objectives) == 1 else "Pareto set"
-        table = Table(title=title)
-        table.add_column("trial")
-        for metric, mode in summary.objectives:
-            table.add_column(f"{metric} ({mode})", justify="right")
-        for trial in summary.best:
-            table.add_row(trial.name, *(f"{trial.metrics[m]:.4g}" for m, _ in summary.objectives))
-        console.print(table)
     if getattr(summary, "arms", None):
         console.print(arm_table(summary.arms))
+    if summary.kind == "comparison":
+        console.print(best_arm_line(summary))
+    else:
+        for resolution, configs in summary.best.items():
+            console.print(best_table(configs, summary.objectives, _best_title(summary, resolution)))
     if getattr(summary, "tracking", ""):
         console.print(summary.tracking)
     console.print(
         f"MLflow: experiment {summary.experiment_id}, parent run {summary.parent_run_id} — "
         f"`vitscale ui --tracking-uri {summary.tracking_uri}`; figures: `vitscale analyze {summary.study}`"
     )
+    if summary.directory:
+        console.print(f"execution folder: {summary.directory}", soft_wrap=True)
+
+
+def _best_title(summary, resolution) -> str:
+    what = "Pareto front" if len(summary.objectives) > 1 else "best configuration"
+    where = f" at {resolution} px" if resolution is not None else ""
+    return f"{what}{where} by the mean over seeds (n each)"
+
+
+def best_arm_line(summary) -> str:
+    """A comparison's best arm by its final runs' seed mean (fresh seeds, never a tuning run)."""
+    metric = summary.objectives[0][0]
+    best = [c for configs in summary.best.values() for c in configs]
+    if not best:
+        return f"best arm: none (no arm has finished final runs with {metric})"
+    arm = best[0]
+    values = ", ".join(
+        f"{m} {arm.means[m]:.4g}" for m in dict.fromkeys([metric, "test_top1"]) if m in arm.means
+    )
+    return f"best arm by its final runs' seed mean: [bold]{arm.label}[/] — {values} (n={arm.n})"
+
+
+def best_table(configs, objectives: list[tuple[str, str]], title: str) -> Table:
+    """Configurations with n and their seed means: the objectives, then test where measured."""
+    metrics = [m for m, _ in objectives]
+    extra = [m for m in ("test_top1",) if m not in metrics and any(m in c.means for c in configs)]
+    table = Table(title=title)
+    table.add_column("configuration", overflow="fold")
+    table.add_column("n", justify="right", no_wrap=True)
+    for metric, mode in objectives:
+        table.add_column(f"{metric} ({mode})", justify="right", no_wrap=True)
+    for metric in extra:
+        table.add_column(metric, justify="right", no_wrap=True)
+    for config in configs:
+        values = [f"{config.means[m]:.4g}" if m in config.means else "—" for m in metrics + extra]
+        table.add_row(config.label, str(config.n), *values)
+    return table
 
 
 def arm_table(rows: list[dict]) -> Table:
@@ -210,7 +294,7 @@ def arm_table(rows: list[dict]) -> Table:
             "\n".join(f"{k.rsplit('.', 1)[-1]}={_short(v)}" for k, v in point.items()) if point else "none"
         )
         table.add_row(
-            layout.arm_display(row["arm"], "/"),  # attention/ode
+            layout.arm_display(row["arm"], "/"),  # attention/ode: narrow, the config gets the room
             config,
             pct(row["tuning_score"]),
             str(row["final_runs"]),

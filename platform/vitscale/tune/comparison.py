@@ -17,15 +17,18 @@ from __future__ import annotations
 
 import functools
 import json
+import time
 from dataclasses import replace
 from pathlib import Path
 
 from ray import tune
 
 from vitscale.errors import UserError
+from vitscale.study import count_trials
 from vitscale.study.comparison import arm_list, arm_study, arm_values, final_study
 from vitscale.tracking import layout, queued, store
 from vitscale.tune.phase_callback import PhaseCallback
+from vitscale.tune.progress import ProgressCallback
 from vitscale.tune.selection import choose
 from vitscale.tune.storage import read_state, write_state
 from vitscale.tune.summary import child_runs, close_completed, close_orphans, summarise
@@ -44,7 +47,7 @@ def save_state(directory: Path, state: dict) -> None:
     write_state(directory / STATE_FILE, state)
 
 
-def _fit(execution, phase: str, phase_spec, callback, search=None, verbose: int = 1):
+def _fit(execution, phase: str, phase_spec, callback, progress, search=None, verbose: int = 1):
     """Run one phase's Tune experiment, or continue it where a killed driver left it."""
     directory = execution.directory / phase
     directory.mkdir(exist_ok=True)
@@ -57,7 +60,7 @@ def _fit(execution, phase: str, phase_spec, callback, search=None, verbose: int 
         )
     else:
         phase_execution = replace(execution, directory=directory, spec=phase_spec)
-        tuner = build_tuner(phase_execution, verbose, callback=callback, search=search)
+        tuner = build_tuner(phase_execution, verbose, callback=callback, search=search, progress=progress)
     try:
         return tuner.fit()
     finally:
@@ -78,6 +81,20 @@ def _callback(execution, phase_spec, phase: str, arm: dict | None) -> PhaseCallb
         fidelity=execution.spec.search.fidelity if phase == "tune" else None,
         checkpoints=execution.spec.tracking.checkpoints,
         objectives=[(o.metric, o.mode) for o in phase_spec.objectives],
+    )
+
+
+def _progress(execution, phase: str, planned: int, since: float, label_keys=None) -> ProgressCallback:
+    """The progress line of one phase: `tune arm 2/4 ssog · ode` or `final` (arms named by
+    their display names), on the study's elapsed clock."""
+    objective = execution.spec.objectives[0]
+    return ProgressCallback(
+        execution.spec.name,
+        planned,
+        (objective.metric, objective.mode),
+        phase=phase,
+        label_keys=label_keys,
+        since=since,
     )
 
 
@@ -118,14 +135,16 @@ def run_comparison(execution, verbose: int = 1):
     queued.open_pending(execution.directory, execution.tracking_uri)  # left by a killed driver
     objective = spec.objectives[0]
     live: set = set()
-    for i, arm in enumerate(arm_list(spec)):
+    arms, since = arm_list(spec), time.time()
+    for i, arm in enumerate(arms):
         key = layout.arm_key(arm)
         if key in state["choices"]:
             continue
         phase_spec = arm_study(spec, arm)
-        results = _fit(
-            execution, f"tune-{i}", phase_spec, _callback(execution, phase_spec, "tune", arm), verbose=verbose
-        )
+        callback = _callback(execution, phase_spec, "tune", arm)
+        label = f"tune arm {i + 1}/{len(arms)} {layout.arm_display(key)}"
+        progress = _progress(execution, label, count_trials(phase_spec), since)
+        results = _fit(execution, f"tune-{i}", phase_spec, callback, progress, verbose=verbose)
         live |= {r.metrics.get("trial_id") for r in results if r.metrics}
         close_completed(client, execution, results)
         choice = choose(results, key, arm, list(spec.search.seeds), objective.metric, objective.mode)
@@ -140,7 +159,9 @@ def run_comparison(execution, verbose: int = 1):
             1,
         )
         callback = _callback(execution, phase_spec, "final", None)
-        results = _fit(execution, "final", phase_spec, callback, search=search, verbose=verbose)
+        planned = len(points) * len(spec.final.seeds)
+        progress = _progress(execution, "final", planned, since, label_keys=list(spec.arms))
+        results = _fit(execution, "final", phase_spec, callback, progress, search=search, verbose=verbose)
         live |= {r.metrics.get("trial_id") for r in results if r.metrics}
         close_completed(client, execution, results)
     state["final_done"] = True

@@ -1,15 +1,21 @@
-"""The end-of-study summary, read back from MLflow (the record users see), not from memory."""
+"""The end-of-study summary, read back from MLflow (the record users see), not from memory.
+
+"Best" follows the protocol (`tune.seed_mean`): configurations ranked by their seed mean, with n;
+a comparison's by its final runs only (fresh seeds, full fidelity), named by arm; several
+objectives, or a benchmark, give one front per resolution.
+"""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
+from typing import Any
 
-import numpy as np
-
-from vitscale.pareto import pareto_mask
 from vitscale.tracking import layout, store
 from vitscale.tracking.tune_callback import completion_tags, result_metrics
+from vitscale.tune.seed_mean import ConfigMean, Replicate, best_per_resolution, config_label, seed_means
+
+RESOLUTION_PARAMS = ("data.resolution", "model.image_size")  # trials, benchmark configurations
+SEED_PARAMS = ("train.seed", "bench.seed")
 
 
 @dataclass
@@ -21,6 +27,9 @@ class TrialRow:
     stopped_early: bool
     failure_reason: str
     metrics: dict[str, float]
+    params: dict[str, str] = field(default_factory=dict)
+    config_key: str = ""  # replicates of one configuration share it (layout.CONFIG_KEY)
+    phase: str = ""  # comparison studies: "tune" | "final"
 
 
 @dataclass
@@ -31,8 +40,11 @@ class StudySummary:
     tracking_uri: str
     objectives: list[tuple[str, str]]
     trials: list[TrialRow] = field(default_factory=list)
-    best: list[TrialRow] = field(default_factory=list)  # one row, or the Pareto set
+    # resolution (None: not split) -> the best configuration by seed mean, or the Pareto set
+    best: dict[Any, list[ConfigMean]] = field(default_factory=dict)
     tracking: str = ""  # how the MLflow writes went (delayed by an outage, none lost), tracking.queue
+    directory: str = ""  # the execution folder: Tune's state, the Optuna DB, vitscale-study.json
+    kind: str = "train"
 
     @property
     def counts(self) -> dict[str, int]:
@@ -97,38 +109,94 @@ def summarise(client, execution) -> StudySummary:
     summary = StudySummary(
         spec.name, execution.parent_run_id, execution.experiment_id, execution.tracking_uri, objectives
     )
+    summary.directory, summary.kind = str(execution.directory), spec.kind
     for run in child_runs(client, execution.experiment_id, execution.parent_run_id):
-        tags = run.data.tags
-        summary.trials.append(
-            TrialRow(
-                run_id=run.info.run_id,
-                trial_id=tags.get(layout.TRIAL_ID, ""),
-                name=run.info.run_name or "",
-                status=tags.get(layout.STATUS, run.info.status),
-                stopped_early=tags.get(layout.STOPPED_EARLY) == "true",
-                failure_reason=tags.get(layout.FAILURE_REASON, ""),
-                metrics=dict(run.data.metrics),
-            )
-        )
-    summary.best = best_trials(summary.trials, objectives)
+        summary.trials.append(trial_row(run))
+    summary.best = best_by_seed_mean(summary.trials, objectives, spec)
     return summary
 
 
-def best_trials(trials: list[TrialRow], objectives: list[tuple[str, str]]) -> list[TrialRow]:
-    """The best finished trial (one objective) or the Pareto set (several)."""
-    candidates = [
-        t for t in trials if t.status == "FINISHED" and all(_finite(t.metrics.get(m)) for m, _ in objectives)
+def trial_row(run) -> TrialRow:
+    """One child run as the summary (and `study status`) reads it."""
+    tags = run.data.tags
+    return TrialRow(
+        run_id=run.info.run_id,
+        trial_id=tags.get(layout.TRIAL_ID, ""),
+        name=run.info.run_name or "",
+        status=tags.get(layout.STATUS, run.info.status),
+        stopped_early=tags.get(layout.STOPPED_EARLY) == "true",
+        failure_reason=tags.get(layout.FAILURE_REASON, ""),
+        metrics=dict(run.data.metrics),
+        params=dict(run.data.params),
+        config_key=tags.get(layout.CONFIG_KEY, ""),
+        phase=tags.get(layout.PHASE, ""),
+    )
+
+
+def best_by_seed_mean(trials: list[TrialRow], objectives: list[tuple[str, str]], spec) -> dict:
+    """resolution -> the best configuration by seed mean (one objective) or the Pareto set of seed
+    means (several). Only runs that finished every epoch count; a comparison counts its final
+    runs, named by arm. One objective of a train study: one entry (key None); otherwise one per
+    resolution, so a front never mixes 32 px with 64 px configurations."""
+    rows = [t for t in trials if t.status == "FINISHED" and not t.stopped_early]
+    if spec.kind == "comparison":
+        rows = [t for t in rows if t.phase == "final"]
+    split = len(objectives) > 1 or spec.kind == "benchmark"
+    keys = label_keys(rows, spec, drop=RESOLUTION_PARAMS if split else ())
+    replicates = [
+        Replicate(
+            key=t.config_key or t.name,
+            label=config_label(label_values(t.params, keys)),
+            metrics=t.metrics,
+            resolution=resolution_of(t.params) if split else None,
+        )
+        for t in rows
     ]
-    if not candidates:
-        return []
-    if len(objectives) == 1:
-        metric, mode = objectives[0]
-        pick = max if mode == "max" else min
-        return [pick(candidates, key=lambda t: t.metrics[metric])]
-    points = np.array([[t.metrics[m] for m, _ in objectives] for t in candidates], dtype=float)
-    mask = pareto_mask(points, [mode == "max" for _, mode in objectives])
-    return [t for t, keep in zip(candidates, mask, strict=True) if keep]
+    return best_per_resolution(seed_means(replicates), objectives)
 
 
-def _finite(value) -> bool:
-    return value is not None and math.isfinite(float(value))
+def label_keys(rows: list[TrialRow], spec, drop=()) -> list[str]:
+    """The params that name a configuration: the arms of a comparison, the searched keys of a
+    train study, else (benchmarks) every param that differs between configurations while
+    constant across each one's seeds."""
+    if spec.kind == "comparison":
+        return list(spec.arms)
+    if spec.kind == "train" and spec.space:
+        return list(spec.space)
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(row.config_key or row.name, []).append(row.params)
+    names = sorted({k for row in rows for k in row.params} - set(SEED_PARAMS) - set(drop))
+    per_group = [{name: {p.get(name) for p in members} for name in names} for members in groups.values()]
+    return [
+        name
+        for name in names
+        if all(len(g[name]) == 1 for g in per_group) and len({next(iter(g[name])) for g in per_group}) > 1
+    ]
+
+
+def label_values(params: dict[str, str], keys: list[str]) -> dict[str, Any]:
+    """The values of `keys` in a run's params (a section key: every param under it), parsed."""
+    values: dict[str, Any] = {}
+    for key in keys:
+        if key in params:
+            values[key] = _parsed(params[key])
+        else:
+            values.update({k: _parsed(v) for k, v in params.items() if k.startswith(key + ".")})
+    return values
+
+
+def resolution_of(params: dict[str, str]) -> Any:
+    return next((_parsed(params[k]) for k in RESOLUTION_PARAMS if k in params), None)
+
+
+def _parsed(text: str) -> Any:
+    """An MLflow param (always a string) back as the number it was, None for 'None'."""
+    if text in ("None", ""):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text

@@ -8,11 +8,20 @@ from ray import tune
 from ray.tune.search.optuna import OptunaSearch
 
 from vitscale.bench.trial import bench_trial, describe_bench_trial
-from vitscale.study import config_key, describe_point, flatten, grid_points, resolve_trial, suggest_point
+from vitscale.study import (
+    config_key,
+    count_trials,
+    describe_point,
+    flatten,
+    grid_points,
+    resolve_trial,
+    suggest_point,
+)
 from vitscale.tracking.tune_callback import MlflowStudyCallback, TrialDescription
 from vitscale.tracking.wandb import wandb_callbacks
 from vitscale.tune import optuna_study
 from vitscale.tune.arm_asha import scheduler_for
+from vitscale.tune.progress import ProgressCallback
 from vitscale.tune.replicates import ReplicatedSearcher
 from vitscale.tune.samplers import SAMPLERS
 from vitscale.tune.trainable import train_trial
@@ -83,7 +92,8 @@ def _search(spec, directory, storage_url: str = "", parent_run_id: str = ""):
 
 
 def _reporter(spec) -> tune.CLIReporter:
-    """Ray Tune's status table, showing the objectives, at most every 15 s."""
+    """Ray Tune's status table (`--verbose` only: the progress line says where a study stands),
+    showing the objectives, at most every 15 s."""
     columns = {"epoch": "epoch", **{o.metric: o.metric for o in spec.objectives}}
     names = (
         list(spec.space) if spec.kind == "train" else ["mixer", "regime", "resolution", "attention_backend"]
@@ -96,9 +106,10 @@ def _reporter(spec) -> tune.CLIReporter:
     )
 
 
-def build_tuner(execution, verbose: int = 1, *, callback=None, search=None) -> tune.Tuner:
-    """The study's Tuner. Comparison phases pass their own callback (phase and arm tags) and
-    search (the final runs' grid); the experiment lives in `execution.directory`."""
+def build_tuner(execution, verbose: int = 0, *, callback=None, search=None, progress=None) -> tune.Tuner:
+    """The study's Tuner. Comparison phases pass their own callback (phase and arm tags), search
+    (the final runs' grid) and progress line (naming the phase); the experiment lives in
+    `execution.directory`. `verbose` 1 adds Ray's status table to the progress line."""
     spec = execution.spec
     search_alg, param_space, num_samples = search or _search(
         spec, execution.directory, getattr(execution, "optuna_storage", ""), execution.parent_run_id
@@ -114,6 +125,8 @@ def build_tuner(execution, verbose: int = 1, *, callback=None, search=None) -> t
         objectives=[(o.metric, o.mode) for o in spec.objectives],
         source=getattr(execution, "source", ""),
     )
+    objective = spec.objectives[0]
+    progress = progress or ProgressCallback(spec.name, count_trials(spec), (objective.metric, objective.mode))
 
     return tune.Tuner(
         trainable_for(spec),
@@ -141,7 +154,7 @@ def build_tuner(execution, verbose: int = 1, *, callback=None, search=None) -> t
             # logged to its child run at completion (tracking.trial_artifacts).
             log_to_file=True,
             sync_config=tune.SyncConfig(sync_artifacts=True),
-            callbacks=[callback, *wandb_callbacks(spec, execution.directory)],
+            callbacks=[callback, progress, *wandb_callbacks(spec, execution.directory)],
             verbose=verbose,
             progress_reporter=_reporter(spec),
         ),

@@ -1,0 +1,204 @@
+"""A study's progress as one line per change of state, on every `study run` and `study resume`.
+
+    [fashion-scaling] final  37/216 done · 2 running · 0 failed · best val_top1 0.861 (n=3) ssog · discrete · width=64 · elapsed 12m04s · ETA 58m
+
+Ray's own status table (off unless `--verbose`) repeats a full table every few seconds and never
+names a comparison's phase or arm; this line does, once per change (a trial started, finished or
+failed) and otherwise at most every `heartbeat_s`. "best" is the best configuration by seed mean
+of the first objective (`tune.seed_mean`), with its number of seeds. The ETA is the mean duration
+of the trials ended so far x the trials left / the trials running at once, "–" until one ended.
+`study status` prints the same line for a study read from its execution record (`tune.local_status`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ray.tune import Callback
+
+from vitscale.tracking.tune_callback import RESULT_FAILURE_REASON, RESULT_PLANNED_EPOCHS
+from vitscale.tune.seed_mean import ConfigMean, Replicate, best_configs, config_label, seed_means
+
+HEARTBEAT_S = 60.0
+
+
+@dataclass
+class Snapshot:
+    """Where a study (or one phase of it) stands: what the progress line says."""
+
+    study: str
+    phase: str = ""
+    done: int = 0
+    running: int = 0
+    failed: int = 0
+    planned: int | None = None
+    objective: str = ""
+    best: ConfigMean | None = None
+    elapsed_s: float | None = None
+    updated_s: float | None = None  # `study status`: seconds since the study last changed
+    eta_s: float | None = None
+    show_eta: bool = True  # a study that is not running has no ETA
+
+    def line(self) -> str:
+        head = f"[{self.study}] " + (f"{self.phase}  " if self.phase else "")
+        planned = "?" if self.planned is None else str(self.planned)
+        parts = [f"{self.done}/{planned} done", f"{self.running} running", f"{self.failed} failed"]
+        if self.objective:
+            best = self.best
+            if best is None or self.objective not in best.means:
+                parts.append(f"best {self.objective} –")
+            else:
+                parts.append(
+                    f"best {self.objective} {_value(best.means[self.objective])} (n={best.n}) {best.label}"
+                )
+        if self.elapsed_s is not None:
+            parts.append(f"elapsed {duration(self.elapsed_s)}")
+        if self.updated_s is not None:
+            parts.append(f"updated {duration(self.updated_s)} ago")
+        if self.show_eta:
+            parts.append(f"ETA {'–' if self.eta_s is None else duration(self.eta_s)}")
+        return head + " · ".join(parts)
+
+
+def duration(seconds: float) -> str:
+    """'45s', '12m04s', '2h05m': what a person reads at a glance."""
+    seconds = max(0, int(round(seconds)))
+    minutes, secs = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def eta_s(durations: list[float], remaining: int, concurrency: int) -> float | None:
+    """Mean ended-trial duration x trials left / trials at once; None until something ended."""
+    durations = [d for d in durations if d is not None and math.isfinite(d)]
+    if not durations or remaining < 0:
+        return None
+    return sum(durations) / len(durations) * remaining / max(concurrency, 1)
+
+
+def _value(value: float) -> str:
+    return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
+
+
+def trial_outcome(status: str, result: dict) -> str:
+    """'running', 'done', 'stopped' (ended before its planned epochs), 'failed' or 'pending' of a
+    Tune trial, from its status and last result (failures are reported, not raised)."""
+    if status == "ERROR" or (status == "TERMINATED" and result.get(RESULT_FAILURE_REASON)):
+        return "failed"
+    if status == "TERMINATED":
+        planned, epoch = result.get(RESULT_PLANNED_EPOCHS), result.get("epoch")
+        return "stopped" if planned is not None and epoch is not None and epoch < planned else "done"
+    return "running" if status == "RUNNING" else "pending"
+
+
+def snapshot_of_trials(
+    trials, study: str, phase: str, planned: int | None, objective: tuple[str, str], label_keys=None
+) -> tuple[Snapshot, list[float]]:
+    """The snapshot of Tune trials (without times) and the durations of those that ended."""
+    counts = {"done": 0, "stopped": 0, "running": 0, "failed": 0, "pending": 0}
+    replicates, durations = [], []
+    for trial in trials:
+        result = trial.last_result or {}
+        outcome = trial_outcome(trial.status, result)
+        counts[outcome] += 1
+        if outcome in ("done", "stopped", "failed"):
+            durations.append(result.get("time_total_s"))
+        if outcome == "done":
+            point = (trial.config or {}).get("point") or {}
+            values = {k: point.get(k) for k in label_keys} if label_keys else point
+            key = json.dumps(point, sort_keys=True, default=str)
+            replicates.append(Replicate(key, config_label(values), _metrics(result)))
+    best = best_configs(seed_means(replicates), [objective])
+    snapshot = Snapshot(
+        study=study,
+        phase=phase,
+        done=counts["done"] + counts["stopped"],
+        running=counts["running"],
+        failed=counts["failed"],
+        planned=planned,
+        objective=objective[0],
+        best=best[0] if best else None,
+    )
+    return snapshot, durations
+
+
+def _metrics(result: dict[str, Any]) -> dict[str, float]:
+    return {k: float(v) for k, v in result.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+class ProgressCallback(Callback):
+    """Prints the progress line of one Tune experiment (a study, or a comparison's phase).
+
+    `label_keys`: the point's keys that name a configuration (a comparison's final phase: the arm
+    fields); default the whole point. `since`: when the study started (time.time()), so a
+    comparison's phases share one elapsed clock; default: when this experiment starts."""
+
+    def __init__(
+        self,
+        study: str,
+        planned: int | None,
+        objective: tuple[str, str],
+        phase: str = "",
+        label_keys: list[str] | None = None,
+        heartbeat_s: float = HEARTBEAT_S,
+        since: float | None = None,
+    ) -> None:
+        self.study = study
+        self.planned = planned
+        self.objective = tuple(objective)
+        self.phase = phase
+        self.label_keys = list(label_keys) if label_keys else None
+        self.heartbeat_s = heartbeat_s
+        self.since = since
+        self._started: float | None = None
+        self._printed_at = 0.0
+        self._changed = True  # the first step prints where the experiment starts from
+        self._peak_running = 0
+
+    def __getstate__(self) -> dict:
+        """Pickled with the experiment: a resumed study starts a fresh clock and prints at once."""
+        state = self.__dict__.copy()
+        state.update(since=None, _started=None, _printed_at=0.0, _changed=True, _peak_running=0)
+        return state
+
+    def setup(self, **info) -> None:
+        self._started = self.since or time.time()
+
+    def snapshot(self, trials) -> Snapshot:
+        snapshot, durations = snapshot_of_trials(
+            trials, self.study, self.phase, self.planned, self.objective, self.label_keys
+        )
+        self._peak_running = max(self._peak_running, snapshot.running)
+        snapshot.elapsed_s = time.time() - (self._started or time.time())
+        if self.planned is not None:
+            remaining = self.planned - snapshot.done - snapshot.failed
+            snapshot.eta_s = eta_s(durations, remaining, self._peak_running or 1)
+        return snapshot
+
+    def on_trial_start(self, iteration: int, trials, trial, **info) -> None:
+        self._changed = True
+
+    def on_trial_complete(self, iteration: int, trials, trial, **info) -> None:
+        self._changed = True
+
+    def on_trial_error(self, iteration: int, trials, trial, **info) -> None:
+        self._changed = True
+
+    def on_step_end(self, iteration: int, trials, **info) -> None:
+        now = time.monotonic()
+        if self._changed or now - self._printed_at >= self.heartbeat_s:
+            self._print(trials, now)
+
+    def on_experiment_end(self, trials, **info) -> None:
+        if self._changed:  # a change after the last step's line
+            self._print(trials, time.monotonic())
+
+    def _print(self, trials, now: float) -> None:
+        self._changed, self._printed_at = False, now
+        print(self.snapshot(trials).line(), flush=True)

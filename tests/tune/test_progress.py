@@ -1,0 +1,141 @@
+"""The progress line of a study: counts, best by seed mean, ETA, one line per change of state; and
+(slow) a real study with --quiet prints those lines and not Ray's table."""
+
+from __future__ import annotations
+
+import pickle
+import re
+from types import SimpleNamespace
+
+import pytest
+from study_helpers import vitscale, write_study
+
+from vitscale.tune.progress import ProgressCallback, Snapshot, duration, eta_s, snapshot_of_trials
+from vitscale.tune.seed_mean import ConfigMean
+
+OBJECTIVE = ("val_top1", "max")
+
+
+def trial(status, point, seed, val=None, epoch=2, planned=2, seconds=30.0, reason=""):
+    result = {"epoch": epoch, "planned_epochs": planned, "time_total_s": seconds, "failure_reason": reason}
+    if val is not None:
+        result["val_top1"] = val
+    if status in ("PENDING", "RUNNING") and val is None:
+        result = {}
+    return SimpleNamespace(status=status, last_result=result, config={"point": point, "seed": seed})
+
+
+ATT = {"model.mixer": "attention", "model.regime": "looped"}
+SSOG = {"model.mixer": "ssog", "model.regime": "discrete", "model.width": 64}
+
+
+def test_the_line_says_phase_counts_best_with_n_elapsed_and_eta():
+    best = ConfigMean("k", "ssog · discrete · width=64", 3, {"val_top1": 0.8614})
+    snapshot = Snapshot(
+        "fashion-scaling", "final", 37, 2, 0, 216, "val_top1", best, elapsed_s=724, eta_s=3480
+    )
+    assert snapshot.line() == (
+        "[fashion-scaling] final  37/216 done · 2 running · 0 failed · best val_top1 0.861 (n=3) "
+        "ssog · discrete · width=64 · elapsed 12m04s · ETA 58m00s"
+    )
+    empty = Snapshot("quickstart", "", 0, 2, 0, 18, "val_top1", None, elapsed_s=5)
+    assert empty.line() == (
+        "[quickstart] 0/18 done · 2 running · 0 failed · best val_top1 – · elapsed 5s · ETA –"
+    )
+    assert [duration(s) for s in (0, 59.4, 61, 3600 + 5 * 60 + 9)] == ["0s", "59s", "1m01s", "1h05m"]
+
+
+def test_best_is_the_seed_mean_not_one_lucky_seed_and_failures_and_early_stops_are_counted():
+    trials = [
+        trial("TERMINATED", ATT, 2, val=0.8811),  # the lucky seed of the issue
+        trial("TERMINATED", ATT, 0, val=0.70),
+        trial("TERMINATED", ATT, 1, val=0.71),
+        trial("TERMINATED", SSOG, 0, val=0.80),
+        trial("TERMINATED", SSOG, 1, val=0.81),
+        trial("TERMINATED", SSOG, 2, val=0.99, epoch=1),  # stopped early: counted done, never averaged
+        trial("TERMINATED", SSOG, 3, val=float("nan"), reason="diverged"),  # reported failure
+        trial("ERROR", SSOG, 4),  # raised, retries exhausted
+        trial("RUNNING", ATT, 3),
+        trial("PENDING", ATT, 4),
+    ]
+    snapshot, durations = snapshot_of_trials(trials, "s", "", 12, OBJECTIVE)
+    assert (snapshot.done, snapshot.running, snapshot.failed) == (6, 1, 2)
+    assert snapshot.best.label == "ssog · discrete · width=64" and snapshot.best.n == 2
+    assert snapshot.best.means["val_top1"] == pytest.approx(0.805)
+    assert len(durations) == 8  # every ended trial, failures included
+    line = snapshot.line()
+    assert "6/12 done · 1 running · 2 failed · best val_top1 0.805 (n=2) ssog · discrete · width=64" in line
+
+
+def test_a_final_phase_names_its_best_by_arm():
+    point = {**SSOG, "train.lr": 0.003}
+    trials = [trial("TERMINATED", point, s, val=0.8) for s in (100, 101)]
+    snapshot, _ = snapshot_of_trials(trials, "s", "final", 4, OBJECTIVE, ["model.mixer", "model.regime"])
+    assert snapshot.best.label == "ssog · discrete" and snapshot.best.n == 2
+
+
+def test_eta_is_mean_ended_duration_times_trials_left_over_concurrency():
+    assert eta_s([], 10, 2) is None
+    assert eta_s([30.0, 90.0], 10, 2) == pytest.approx(300.0)
+    assert eta_s([60.0], 0, 1) == 0.0
+
+
+def test_one_line_per_change_of_state_and_a_heartbeat_otherwise(capsys):
+    callback = ProgressCallback("tiny", 4, OBJECTIVE, phase="tune arm 1/2 attention", heartbeat_s=3600)
+    callback.setup()
+    running = [trial("RUNNING", ATT, 0), trial("RUNNING", ATT, 1)]
+    callback.on_step_end(1, running)  # where the experiment starts from
+    callback.on_step_end(2, running)  # nothing changed, heartbeat far off: silent
+    callback.on_trial_complete(3, running, running[0])
+    ended = [trial("TERMINATED", ATT, 0, val=0.5, seconds=40.0), running[1]]
+    callback.on_step_end(3, ended)
+    callback.on_experiment_end(ended)  # nothing new since the last line
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("[tiny] tune arm 1/2 attention  0/4 done · 2 running · 0 failed")
+    assert lines[0].endswith("ETA –")
+    assert "1/4 done · 1 running · 0 failed · best val_top1 0.500 (n=1) attention · looped" in lines[1]
+    assert lines[1].endswith("ETA 1m00s")  # 40 s x 3 left / 2 at once
+
+    callback.heartbeat_s = 0  # due: a line without a change
+    callback.on_step_end(4, ended)
+    assert len(capsys.readouterr().out.splitlines()) == 1
+
+
+def test_a_pickled_callback_resumes_with_a_fresh_clock_and_prints_at_once():
+    callback = ProgressCallback("tiny", 4, OBJECTIVE, since=1.0)
+    callback.setup()
+    callback._changed = False
+    restored = pickle.loads(pickle.dumps(callback))
+    assert restored.since is None and restored._changed and restored.planned == 4
+
+
+@pytest.mark.slow
+def test_a_quiet_study_prints_progress_lines_not_rays_table_and_status_lists_it(tmp_path):
+    study = write_study(
+        tmp_path,
+        "progress-tiny",
+        space={"train.lr": {"grid": [3.0e-3, 1.0e30]}},
+        search={"algorithm": "grid", "seeds": [0, 1], "max_concurrent_trials": 2},
+    )
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    storage = str(tmp_path / "results")
+    command = ["study", "run", str(study), "--tracking-uri", uri, "--storage", storage, "--num-cpus", "2"]
+    proc = vitscale(*command, "--quiet", "--set", "trial.train.grad_clip=null", cwd=tmp_path)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("[progress-tiny] ")]
+    assert lines[0].startswith("[progress-tiny] 0/4 done") and lines[0].endswith("ETA –"), proc.stdout
+    assert re.search(
+        r"2/4 done · 0 running · 2 failed · best val_top1 \d\.\d{3} \(n=2\) lr=0\.003", lines[-1]
+    )
+    assert "ETA" in lines[-1] and "elapsed" in lines[-1]
+    for ray_table in ("Trial status", "Result logdir", "Current time:", "+--"):
+        assert ray_table not in proc.stdout + proc.stderr
+    assert "best configuration" in proc.stdout and "lr=0.003" in proc.stdout.split("best configuration")[1]
+    assert proc.stdout.strip().splitlines()[-1].startswith("execution folder: " + storage)
+
+    status = vitscale("study", "status", "--storage", storage, cwd=tmp_path).stdout.strip().splitlines()
+    assert len(status) == 1, status
+    assert re.match(
+        r"\[progress-tiny\] 2/4 done · 0 running · 2 failed · best val_top1 .* \(n=2\) lr=0\.003", status[0]
+    )
+    assert "finished" in status[0] and "ETA" not in status[0]
