@@ -19,7 +19,12 @@ def _repo(tmp_path):
 
 
 def test_a_dirty_checkout_is_captured_and_travels_through_the_environment(tmp_path, monkeypatch):
-    for name in (provenance.ENV_COMMIT, provenance.ENV_DIRTY, provenance.ENV_DIFF, provenance.ENV_SOURCE):
+    for name in (
+        provenance.ENV_COMMIT,
+        provenance.ENV_DIRTY,
+        provenance.ENV_DIFF_FILE,
+        provenance.ENV_SOURCE,
+    ):
         monkeypatch.delenv(name, raising=False)
     head = _repo(tmp_path)
     clean = provenance.capture("s.yaml", cwd=tmp_path)
@@ -31,8 +36,16 @@ def test_a_dirty_checkout_is_captured_and_travels_through_the_environment(tmp_pa
     assert tags[layout.SOURCE_COMMIT] == head and tags[layout.GIT_DIRTY] == "true"
     assert tags[layout.SOURCE_NAME] == "studies/s.yaml"
 
-    for key, value in dirty.to_env().items():  # a submitted job: no .git, the environment instead
+    # A submitted job: no .git; the commit in the environment, the diff in a file of its working_dir
+    # (never in the environment, which the job API shows).
+    env = dirty.to_env()
+    assert not any("uncommitted" in value for value in env.values())
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    (job_dir / env[provenance.ENV_DIFF_FILE]).write_text(dirty.diff)
+    for key, value in env.items():
         monkeypatch.setenv(key, value)
+    monkeypatch.chdir(job_dir)
     carried = provenance.capture("ignored", cwd=tmp_path / "nowhere")
     assert carried == dirty
 

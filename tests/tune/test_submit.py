@@ -1,10 +1,13 @@
 """Submitted studies without a cluster: where their storage resolves, the storage verdict, what a
-submitted job carries (entrypoint, runtime_env, metadata), and `study status` from job details and
-a real MLflow store (the job client is faked; tests/tune/test_submit_cluster.py uses a real one)."""
+submitted job carries (entrypoint, runtime_env, metadata, the files it uploads), and `study status`
+from job details and a real MLflow store (the job client is faked; tests/tune/test_submit_cluster.py
+uses a real one)."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -62,13 +65,17 @@ def test_current_job_id_comes_from_the_job_config_ray_gives_the_driver(monkeypat
 
 
 class FakeJobClient:
-    """The part of JobSubmissionClient vitscale uses, recording submissions."""
+    """The part of JobSubmissionClient vitscale uses, recording submissions and, as Ray's client
+    does at that moment, what the working_dir holds (the files that would be uploaded)."""
 
     def __init__(self, details: list[JobDetails] = ()) -> None:
-        self.details, self.submitted = list(details), []
+        self.details, self.submitted, self.uploaded = list(details), [], []
 
     def submit_job(self, **kwargs) -> str:
         self.submitted.append(kwargs)
+        folder = Path(kwargs["runtime_env"]["working_dir"])
+        files = {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        self.uploaded.append(files)
         return IDS[len(self.submitted) - 1]
 
     def list_jobs(self) -> list[JobDetails]:
@@ -110,13 +117,99 @@ def test_submit_and_remote_resume_run_as_jobs_on_the_clusters_storage(fake_clien
         "vitscale_experiment": "quickstart",
     }
     assert resume["entrypoint"] == "vitscale study resume quickstart --address auto --storage /shared/results"
-    assert resume["runtime_env"]["working_dir"] == str(REPO)
+    for uploaded in fake_client.uploaded:  # this checkout's tracked code, as it is in the working tree
+        assert (REPO / "platform/vitscale/cli/app.py").read_bytes() == uploaded[
+            "platform/vitscale/cli/app.py"
+        ]
+        assert not {name for name in uploaded if name.startswith((".venv/", ".git/", "mlruns/"))}
+    assert not Path(resume["runtime_env"]["working_dir"]).exists()  # the staging copy is gone again
     assert resume["runtime_env"]["env_vars"][storage.JOB_ENV] == "1"
     assert resume["metadata"] == {
         "vitscale_study": "quickstart",
         "vitscale_command": "resume",
         "vitscale_tracking_uri": uri,  # remembered from the submit, for `study status`
     }
+
+
+def _checkout_with_secrets(folder: Path) -> Path:
+    """A git checkout with a tracked study and module, one uncommitted change to the module, and the
+    untracked files a real checkout accumulates (secrets, logs, weights)."""
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=folder, capture_output=True, check=True)
+
+    (folder / "studies").mkdir(parents=True)
+    (folder / "platform" / "vitscale").mkdir(parents=True)
+    (folder / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (folder / "platform" / "vitscale" / "mod.py").write_text("value = 1\n")
+    (folder / "studies" / "quickstart.yaml").write_bytes((REPO / "studies" / "quickstart.yaml").read_bytes())
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    (folder / "platform" / "vitscale" / "mod.py").write_text("value = 2  # PASSWORD=hunter2 (uncommitted)\n")
+    untracked = {
+        ".env": "AWS_SECRET_ACCESS_KEY=planted\n",
+        "id_rsa": "-----BEGIN OPENSSH PRIVATE KEY-----\n",
+        "secrets/creds.yaml": "token: planted\n",
+        "wandb/run-1/files/config.yaml": "x: 1\n",
+        "outputs/model.pt": "weights",
+        "studies/draft.yaml": "name: draft\n",
+    }
+    for name, text in untracked.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
+def test_submit_uploads_what_git_tracks_and_the_diff_as_a_file_never_in_the_environment(
+    fake_client, monkeypatch, tmp_path
+):
+    checkout = _checkout_with_secrets(tmp_path / "checkout")
+    monkeypatch.chdir(checkout)
+    for name in ("VITSCALE_TRACKING_URI", "VITSCALE_GIT_COMMIT", "VITSCALE_GIT_DIFF_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    uri, address = "http://127.0.0.1:5091", "http://127.0.0.1:8275"
+    main(["study", "submit", "studies/quickstart.yaml", "--address", address, "--tracking-uri", uri])
+    main(["study", "submit", "studies/draft.yaml", "--address", address, "--tracking-uri", uri,
+          "--include", "outputs/model.pt"])  # fmt: skip
+    first, second = fake_client.uploaded
+    assert set(first) == {
+        "pyproject.toml",
+        "platform/vitscale/mod.py",
+        "studies/quickstart.yaml",
+        ".vitscale-git.diff",
+    }
+    assert first["platform/vitscale/mod.py"] == b"value = 2  # PASSWORD=hunter2 (uncommitted)\n"  # what runs
+    assert b"+value = 2  # PASSWORD=hunter2" in first[".vitscale-git.diff"]  # the driver logs it as git.diff
+    # The study file named on the command line travels even untracked; --include adds what it names.
+    assert set(second) == set(first) | {"studies/draft.yaml", "outputs/model.pt"}
+    for job in fake_client.submitted:
+        env = job["runtime_env"]["env_vars"]
+        assert not any("hunter2" in value or "value = 2" in value for value in env.values()), env
+        assert env["VITSCALE_GIT_DIFF_FILE"] == ".vitscale-git.diff" and env["VITSCALE_GIT_DIRTY"] == "true"
+        assert "excludes" not in job["runtime_env"]
+
+
+def test_include_outside_the_project_or_missing_is_one_line_and_no_git_is_refused(
+    fake_client, monkeypatch, tmp_path
+):
+    checkout = _checkout_with_secrets(tmp_path / "checkout")
+    study = checkout / "studies" / "quickstart.yaml"
+    with pytest.raises(UserError, match="--include /etc/passwd: not inside the project"):
+        submit.submit(study, "http://x:8265", "http://y:5000", [], _spec(), ["/etc/passwd"])
+    with pytest.raises(UserError, match="--include nothing.txt: no such file"):
+        submit.submit(study, "http://x:8265", "http://y:5000", [], _spec(), ["nothing.txt"])
+    shutil.rmtree(checkout / ".git")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    with pytest.raises(UserError, match="not a git checkout"):
+        submit.submit(study, "http://x:8265", "http://y:5000", [], _spec())
+    assert fake_client.submitted == []
+
+
+def _spec():
+    from vitscale.study import load_study
+
+    return load_study(REPO / "studies" / "quickstart.yaml")
 
 
 def _study_in_mlflow(uri: str, job_ids: list[str]) -> None:

@@ -3,8 +3,10 @@
 On the machine that launches a study (a laptop, or the head running `study run`), `capture()` reads
 git: the commit, whether tracked files differ from it (dirty) and that diff, plus the installed
 distributions (a `pip freeze`). A submitted job has no `.git` (it is excluded from the job's
-working_dir and from the image), so `study submit` captures them on the client and passes them in
-the job's environment (`to_env`), and the Docker image takes the commit as a build arg
+working_dir and from the image), so `study submit` captures them on the client and passes the commit
+and dirty flag in the job's environment (`to_env`) and the diff as a file in the job's working_dir
+(DIFF_FILE, named by VITSCALE_GIT_DIFF_FILE: the job API shows a job's environment to anyone who can
+list jobs, so the diff never goes there), and the Docker image takes the commit as a build arg
 (VITSCALE_GIT_COMMIT). `capture()` prefers that environment over git, so the job's runs name the
 code that was submitted, not `unknown`.
 
@@ -15,10 +17,8 @@ and on every child run; the parent run holds `requirements.txt` and, when dirty,
 
 from __future__ import annotations
 
-import base64
 import os
 import subprocess
-import zlib
 from dataclasses import dataclass
 from importlib.metadata import distributions
 from pathlib import Path
@@ -27,9 +27,9 @@ from vitscale.tracking import layout
 
 ENV_COMMIT = "VITSCALE_GIT_COMMIT"
 ENV_DIRTY = "VITSCALE_GIT_DIRTY"
-ENV_DIFF = "VITSCALE_GIT_DIFF"  # zlib + base64 of the diff (environment variables are text)
+ENV_DIFF_FILE = "VITSCALE_GIT_DIFF_FILE"  # the diff's file, relative to the job's working_dir
+DIFF_FILE = ".vitscale-git.diff"  # what `study submit` writes into the upload
 ENV_SOURCE = "VITSCALE_SOURCE_NAME"
-MAX_DIFF_BYTES = 96_000  # compressed; one environment variable must stay well below 128 KiB
 DIFF_ARTIFACT = "git.diff"
 REQUIREMENTS_ARTIFACT = "requirements.txt"
 UNKNOWN = "unknown"
@@ -53,16 +53,13 @@ class Provenance:
         }
 
     def to_env(self) -> dict[str, str]:
-        """Environment variables that carry this capture to a job without `.git`."""
+        """Environment variables that carry this capture to a job without `.git`; the diff itself
+        goes into the job's working_dir as DIFF_FILE (see the module docstring)."""
         env = {ENV_COMMIT: self.commit, ENV_SOURCE: self.source}
         if self.dirty is not None:
             env[ENV_DIRTY] = str(self.dirty).lower()
-        if self.diff:
-            packed = base64.b64encode(zlib.compress(self.diff.encode(), 9)).decode()
-            if len(packed) > MAX_DIFF_BYTES:
-                note = f"# diff of {len(self.diff)} characters too large to carry; see {self.commit}\n"
-                packed = base64.b64encode(zlib.compress(note.encode())).decode()
-            env[ENV_DIFF] = packed
+        if self.diff.strip():
+            env[ENV_DIFF_FILE] = DIFF_FILE
         return env
 
 
@@ -81,8 +78,11 @@ def capture(source: str = "", cwd: str | Path | None = None) -> Provenance:
     source = env.get(ENV_SOURCE) or source
     if env.get(ENV_COMMIT, UNKNOWN) != UNKNOWN:
         dirty = env.get(ENV_DIRTY)
-        packed = env.get(ENV_DIFF, "")
-        diff = zlib.decompress(base64.b64decode(packed)).decode() if packed else ""
+        diff_file = env.get(ENV_DIFF_FILE)
+        try:
+            diff = Path(diff_file).read_text() if diff_file else ""
+        except (OSError, UnicodeDecodeError):
+            diff = f"# the submitted diff ({diff_file}) could not be read; see {env[ENV_COMMIT]}\n"
         return Provenance(
             commit=env[ENV_COMMIT],
             dirty=None if dirty is None else dirty == "true",
