@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install -q -c constraints.txt -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
-# The mission's question on this machine: every mixer x regime cell trained over 2 seeds (a
+# The mission's question on this machine: every mixer x regime cell trained over 3 seeds (a
 # seed-paired delta per regime, accuracy-parameters front), then the CPU throughput-resolution
 # smoke benchmark (discrete regime: 6 mixers + attention math at 32/64 px, 14 timings; drop the
 # --set for all three regimes); one report per study under reports/.
