@@ -74,6 +74,14 @@ def test_a_final_phase_names_its_best_by_arm():
     assert snapshot.best.label == "ssog · discrete" and snapshot.best.n == 2
 
 
+def test_a_benchmark_line_names_no_best_across_resolutions():
+    points = [{"mixer": "ssog", "regime": "discrete", "resolution": r} for r in (32, 64)]
+    trials = [trial("TERMINATED", p, 0, epoch=1, planned=1) for p in points]
+    snapshot, _ = snapshot_of_trials(trials, "bench", "", 14, None)
+    assert snapshot.best is None and "best" not in snapshot.line()
+    assert snapshot.line() == "[bench] 2/14 done · 0 running · 0 failed · ETA –"
+
+
 def test_eta_is_mean_ended_duration_times_trials_left_over_concurrency():
     assert eta_s([], 10, 2) is None
     assert eta_s([30.0, 90.0], 10, 2) == pytest.approx(300.0)

@@ -103,7 +103,11 @@ def _snapshot(spec, parent, runs, directory: Path) -> Snapshot:
     trials = [trial_row(run) for run in runs]
     statuses = [t.status for t in trials]
     objective = spec.objectives[0]
-    best = best_by_seed_mean(trials, [(objective.metric, objective.mode)], spec)
+    best = (
+        {}
+        if spec.kind == "benchmark"
+        else best_by_seed_mean(trials, [(objective.metric, objective.mode)], spec)
+    )
     planned = parent.data.tags.get(layout.PLANNED_TRIALS, "")
     planned = int(planned) if planned.isascii() and planned.isdigit() else count_trials(spec)
     snapshot = Snapshot(
@@ -113,7 +117,7 @@ def _snapshot(spec, parent, runs, directory: Path) -> Snapshot:
         running=statuses.count("RUNNING"),
         failed=statuses.count("FAILED"),
         planned=planned,
-        objective=objective.metric,
+        objective="" if spec.kind == "benchmark" else objective.metric,  # fronts per resolution, not one best
         best=next(iter(best.values()), [None])[0],
         updated_s=time.time() - _last_change(parent, runs, directory),
         show_eta=parent.info.status == "RUNNING",

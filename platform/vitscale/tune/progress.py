@@ -5,8 +5,10 @@
 Ray's own status table (off unless `--verbose`) repeats a full table every few seconds and never
 names a comparison's phase or arm; this line does, once per change (a trial started, finished or
 failed) and otherwise at most every `heartbeat_s`. "best" is the best configuration by seed mean
-of the first objective (`tune.seed_mean`), with its number of seeds. The ETA is the mean duration
-of the trials ended so far x the trials left / the trials running at once, "–" until one ended.
+of the first objective (`tune.seed_mean`), with its number of seeds; a benchmark shows none (its
+configurations compare only within one resolution: `study run` ends with those fronts). The ETA is
+the mean duration of the trials ended so far x the trials left / the trials running at once, "–"
+until one ended.
 `study status` prints the same line for a study read from its execution record (`tune.local_status`).
 """
 
@@ -98,7 +100,7 @@ def trial_outcome(status: str, result: dict) -> str:
 
 
 def snapshot_of_trials(
-    trials, study: str, phase: str, planned: int | None, objective: tuple[str, str], label_keys=None
+    trials, study: str, phase: str, planned: int | None, objective: tuple[str, str] | None, label_keys=None
 ) -> tuple[Snapshot, list[float]]:
     """The snapshot of Tune trials (without times) and the durations of those that ended."""
     counts = {"done": 0, "stopped": 0, "running": 0, "failed": 0, "pending": 0}
@@ -114,7 +116,7 @@ def snapshot_of_trials(
             values = {k: point.get(k) for k in label_keys} if label_keys else point
             key = json.dumps(point, sort_keys=True, default=str)
             replicates.append(Replicate(key, config_label(values), _metrics(result)))
-    best = best_configs(seed_means(replicates), [objective])
+    best = best_configs(seed_means(replicates), [objective]) if objective else []
     snapshot = Snapshot(
         study=study,
         phase=phase,
@@ -122,7 +124,7 @@ def snapshot_of_trials(
         running=counts["running"],
         failed=counts["failed"],
         planned=planned,
-        objective=objective[0],
+        objective=objective[0] if objective else "",
         best=best[0] if best else None,
     )
     return snapshot, durations
@@ -143,7 +145,7 @@ class ProgressCallback(Callback):
         self,
         study: str,
         planned: int | None,
-        objective: tuple[str, str],
+        objective: tuple[str, str] | None,
         phase: str = "",
         label_keys: list[str] | None = None,
         heartbeat_s: float = HEARTBEAT_S,
@@ -151,7 +153,7 @@ class ProgressCallback(Callback):
     ) -> None:
         self.study = study
         self.planned = planned
-        self.objective = tuple(objective)
+        self.objective = tuple(objective) if objective else None  # None: no "best" (benchmarks)
         self.phase = phase
         self.label_keys = list(label_keys) if label_keys else None
         self.heartbeat_s = heartbeat_s
