@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from vitscale.models.config import ModelConfig
+from vitscale.models.kernel_cache import kernel_cache_scope
 from vitscale.models.registry import MIXERS, REGIMES
 
 NORM_EPS = 1e-6
@@ -106,8 +107,6 @@ class VisionTransformer(nn.Module):
         self.norm = nn.LayerNorm(config.width, eps=NORM_EPS)
         self.head = nn.Linear(config.width, config.num_classes)
         self._init_weights()
-        # Mixers that cache per-forward state (SSoG kernels); a plain list: not submodules twice.
-        self._caching_mixers = [m for m in self.modules() if hasattr(m, "open_cache")]
 
     def _init_weights(self) -> None:
         """timm's ViT init: truncated-normal(0.02) linears and position embedding, tiny cls."""
@@ -171,24 +170,17 @@ class VisionTransformer(nn.Module):
         return x, grid_hw
 
     def forward(self, images: Tensor) -> Tensor:
-        for mixer in self._caching_mixers:  # caches live for this forward only: never stale
-            mixer.open_cache()
-        try:
+        with kernel_cache_scope(self):  # mixers' kept kernels: checked once for this forward
             x, grid_hw = self.embed(images)
             x = self.norm(self.blocks(x, grid_hw))
             return self.head(x[:, 0])
-        finally:
-            for mixer in self._caching_mixers:
-                mixer.close_cache()
 
     def forward_states(self, images: Tensor, layers: Sequence[int]) -> tuple[Tensor, Tensor]:
         """(logits, token states (len(layers), B, T, C)) with the states before the final norm:
         after block k for discrete and looped models, x(t_k) at t_k = k · t_end / depth for ODE
         models (one solve: the t_k join odeint's output grid, see `NeuralOde.trajectory`). The
         logits are those of `forward`."""
-        for mixer in self._caching_mixers:
-            mixer.open_cache()
-        try:
+        with kernel_cache_scope(self):
             x, grid_hw = self.embed(images)
             regime, depth = self.blocks, self.config.depth
             if hasattr(regime, "trajectory"):
@@ -201,9 +193,6 @@ class VisionTransformer(nn.Module):
                     after[k] = x
                 states = torch.stack([after[k] for k in layers])
             return self.head(self.norm(x)[:, 0]), states
-        finally:
-            for mixer in self._caching_mixers:
-                mixer.close_cache()
 
 
 def build(config: ModelConfig | Mapping[str, Any]) -> VisionTransformer:

@@ -7,7 +7,10 @@ The mixer contract (what `vit.Block` and `measure` rely on):
 - class attribute `wants_pos_embed: bool`: whether the ViT adds a learned absolute
   position embedding by default (`ModelConfig.pos_embed` overrides it);
 - optional class attribute `default_layer_scale: float`: LayerScale the mixer needs where the
-  regime builds none (`ModelConfig.resolved_layer_scale`; `model.layer_scale` overrides it).
+  regime builds none (`ModelConfig.resolved_layer_scale`; `model.layer_scale` overrides it);
+- optional instance attribute `kernel_cache` (a `models.kernel_cache.KernelCache`): operators
+  derived from the mixer's own small parameters, kept between no-grad forwards and checked by
+  value once per model forward (`VisionTransformer` opens `kernel_cache_scope` around each one).
 A new mixer is one file here plus one import line below.
 """
 

@@ -32,13 +32,16 @@ buffer that also receives the prefix rows (no torch.cat). A GEMM cannot put head
 and head channels innermost at once, so some copy is unavoidable; the other candidates
 (permuting u, K times larger, or broadcasting activations over heads) move more bytes.
 Step 2 broadcasts the column kernel over rows (heads·H·W·K·W elements, independent of the
-batch).
+batch): with autograd that broadcast is a copy per call; the cached operands keep it materialised.
 
-Without autograd (eval, inference) the kernels are built once per model forward and reused
-by every call inside it (looped and ODE models call one mixer depth or NFE times): the
-cache lives only inside `kernel_cache_scope`, which `VisionTransformer.forward` opens and
-closes, so no optimizer (fused AdamW writes parameters without bumping their version), EMA
-or load_state_dict between two forwards can leave it stale. With autograd on it is never used.
+Without autograd (eval, `torch.no_grad`, `torch.inference_mode`) the operands are kept between
+forwards in a `models.kernel_cache.KernelCache`, keyed on grid, dtype and device and valid while the
+kernel parameters (log_sigma, offset, mix) hold the values they were built from (compared by
+value: fused AdamW does not bump versions), so an optimiser step, EMA update or load_state_dict
+rebuilds them. `kernel_cache_scope`, which `VisionTransformer` opens around each forward, makes
+that comparison once per forward rather than once per call. Kept between forwards: heads·H·K·H +
+heads·H·W·K·W elements per mixer. With autograd on the cache is not used: every call builds its
+own kernels.
 FLOPs per image: 2·K·N·(H + W)·C.
 """
 
@@ -52,6 +55,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
 from vitscale.models.config import ModelConfig
+from vitscale.models.kernel_cache import KernelCache
+from vitscale.models.mixers.grid import prefix_count
 from vitscale.models.registry import register_mixer
 
 
@@ -135,8 +140,7 @@ class SSoG(nn.Module):
         self.log_sigma = nn.Parameter(log_sigma.repeat(2, 1, 1))  # (axis: rows, cols; heads; K)
         self.offset = nn.Parameter(torch.zeros(2, self.heads, k)) if settings.offsets else None
         self.mix = nn.Parameter(torch.full((self.heads, k), 1.0 / k))  # w[h, k]
-        self._operand_cache: tuple | None = None  # (key, (rows, cols)); see _cached_operands
-        self._cache_open = False  # set by kernel_cache_scope (one model forward)
+        self.kernel_cache = KernelCache()  # operands kept between no-grad forwards (module docstring)
 
     def no_weight_decay(self) -> tuple[str, ...]:
         """Kernel parameters are exempt: decay would pull every width towards sigma = 1 and the
@@ -146,12 +150,6 @@ class SSoG(nn.Module):
     def lr_scale(self) -> dict[str, float]:
         """Learning-rate multipliers of own parameters (the optimiser's groups, train.optimizer)."""
         return {"log_sigma": self.kernel_lr_scale, "offset": self.kernel_lr_scale}
-
-    def open_cache(self) -> None:
-        self._cache_open, self._operand_cache = True, None
-
-    def close_cache(self) -> None:
-        self._cache_open, self._operand_cache = False, None
 
     def kernels(self, grid_hw: tuple[int, int]) -> tuple[Tensor, Tensor]:
         """(A_rows (heads, K, H, H), A_cols (heads, K, W, W)) for this grid; cheap, rebuilt per call."""
@@ -170,27 +168,30 @@ class SSoG(nn.Module):
         cols = (a_cols * self.mix[:, :, None, None].to(a_cols.dtype)).transpose(1, 2)
         return rows, cols.reshape(heads, 1, grid_hw[1], k * grid_hw[1])
 
-    def _cached_operands(self, grid_hw: tuple[int, int], dtype: torch.dtype) -> tuple[Tensor, Tensor]:
-        """`operands` in `dtype`, reused within one model forward while no gradient is recorded."""
-        if not self._cache_open or torch.is_grad_enabled() or torch.compiler.is_compiling():
+    def operands_for(self, grid_hw: tuple[int, int], dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        """`operands` in `dtype`; without autograd from the kernel cache, cols broadcast over rows."""
+        if torch.is_grad_enabled() or torch.compiler.is_compiling():
             rows, cols = self.operands(grid_hw)
             return rows.to(dtype), cols.to(dtype)
-        key = (grid_hw, dtype)
-        if self._operand_cache is None or self._operand_cache[0] != key:
-            rows, cols = self.operands(grid_hw)
-            self._operand_cache = (key, (rows.to(dtype), cols.to(dtype)))
-        return self._operand_cache[1]
+        params = tuple(p for p in (self.log_sigma, self.offset, self.mix) if p is not None)
+        return self.kernel_cache.get(
+            (grid_hw, dtype, self.mix.device), params, lambda: self._kept(grid_hw, dtype)
+        )
+
+    def _kept(self, grid_hw: tuple[int, int], dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        """The operands as the cache keeps them: cols materialised as (heads, H, W, K·W), so step 2's
+        matmul views it as a batch of GEMMs instead of copying the broadcast every call."""
+        rows, cols = self.operands(grid_hw)
+        return rows.to(dtype), cols.to(dtype).expand(-1, grid_hw[0], -1, -1).contiguous()
 
     def forward(self, x: Tensor, grid_hw: tuple[int, int]) -> Tensor:
         """x: (B, P + H·W, C), P prefix tokens first, grid tokens row-major."""
         b, t, c = x.shape
         gh, gw = grid_hw
-        n, p = gh * gw, t - gh * gw
-        if p < 0:
-            raise ValueError(f"SSoG got {t} tokens for a {gh}x{gw} grid")
+        n, p = gh * gw, prefix_count(x, grid_hw, "SSoG")
         heads, d, k = self.heads, self.head_dim, self.num_gaussians
         v = self.v(x)
-        rows, cols = self._cached_operands(grid_hw, v.dtype)
+        rows, cols = self.operands_for(grid_hw, v.dtype)
         # Head-major layout (heads, H, (W, B, d)): rows are the contraction of step 1.
         vh = v[:, p:].reshape(b, gh, gw, heads, d).permute(3, 1, 2, 0, 4).reshape(heads, gh, gw * b * d)
         u = torch.matmul(rows, vh)  # (heads, (H, K), (W, B, d))
