@@ -145,3 +145,70 @@ def test_every_sampler_the_spec_accepts_is_registered_and_every_registered_one_a
     accepted = set(get_args(SearchConfig.model_fields["algorithm"].annotation))
     assert accepted == set(SAMPLERS) | {"grid"}
     assert all(isinstance(make(0, 1), optuna.samplers.BaseSampler) for make in SAMPLERS.values())
+
+
+def _comparison_execution(root: Path) -> Path:
+    """An execution folder of tuned_quickstart as a run leaves it: its record, and one Optuna
+    study per arm in tune-<i>/optuna.db made by `prepare` under the arm's name (two arms here)."""
+    from vitscale.study import load_study
+    from vitscale.study.comparison import arm_list, arm_study
+    from vitscale.tune.optuna_study import prepare, study_name
+
+    spec = load_study(REPO / "studies" / "tuned_quickstart.yaml")
+    folder = root / spec.name / "20260101-000000"
+    folder.mkdir(parents=True)
+    (folder / STATE_FILE).write_text(json.dumps({"spec": spec.model_dump(mode="json"), "optuna_storage": ""}))
+    (root / spec.name / "latest").write_text(folder.name + "\n")
+    for i, arm in enumerate(arm_list(spec)[:2]):
+        (folder / f"tune-{i}").mkdir()
+        prepare(
+            arm_study(spec, arm), f"sqlite:///{folder / f'tune-{i}' / DB_FILE}", study_name(spec.name, arm)
+        )
+    return folder
+
+
+def test_each_comparison_arm_has_its_own_named_optuna_study_with_metric_names(tmp_path):
+    import optuna
+
+    folder = _comparison_execution(tmp_path)
+    names = []
+    for i in range(2):
+        url = f"sqlite:///{folder / f'tune-{i}' / DB_FILE}"
+        (summary,) = optuna.get_all_study_summaries(url)
+        names.append(summary.study_name)
+        assert optuna.load_study(study_name=summary.study_name, storage=url).metric_names == ["val_top1"]
+    assert names == ["tuned-quickstart/attention · discrete", "tuned-quickstart/attention · ode"]
+
+
+def test_the_dashboard_finds_every_arm_of_a_comparison_from_its_name_folder_or_a_phase_folder(tmp_path):
+    from vitscale.cli.dashboard_cmd import choose_study
+    from vitscale.tune.optuna_study import dashboard_studies
+
+    folder = _comparison_execution(tmp_path)
+    studies = dashboard_studies(folder)
+    assert [(s.label, s.folder) for s in studies] == [
+        ("attention · discrete", "tune-0"),
+        ("attention · ode", "tune-1"),
+    ]
+    chosen, line = choose_study("tuned-quickstart", str(tmp_path), None)
+    assert chosen == studies[0]  # the first arm, and one line naming them all
+    assert (
+        line
+        == "2 arms: attention · discrete, attention · ode; showing attention · discrete (another: --arm NAME)"
+    )
+    for arm in ("attention/ode", "attention · ode", "model.mixer=attention,model.regime=ode", "tune-1"):
+        assert choose_study("tuned-quickstart", str(tmp_path), arm) == (studies[1], None), arm
+    # A phase folder given as the target is that arm, not `<storage>/<folder>/latest`.
+    assert choose_study(str(folder / "tune-1"), None, None) == (studies[1], None)
+    assert choose_study(str(folder), None, None)[0] == studies[0]
+
+
+def test_an_arm_the_comparison_does_not_have_is_one_line_naming_its_arms(tmp_path):
+    from vitscale.cli.dashboard_cmd import choose_study
+    from vitscale.errors import UserError
+
+    _comparison_execution(tmp_path)
+    with pytest.raises(
+        UserError, match=r"--arm: 'ssog/ode' is not an arm .* attention · discrete, attention · ode"
+    ):
+        choose_study("tuned-quickstart", str(tmp_path), "ssog/ode")

@@ -270,9 +270,12 @@ class MlflowStudyCallback(Callback):
         for entry in trial_artifacts.choose_best(entries, self.objectives):
             trial = entry["trial"]
             found = trial_artifacts.final_checkpoint(trial)
-            if found is not None:
-                client = self.queue_client([trial])
-                run_id = self.run_id(trial)
+            client = self.queue_client([trial])
+            # Found, not reopened: a trial an earlier driver finished keeps its run (and end time).
+            run_id = self._runs.get(trial.trial_id) or client.queue.find(
+                **{layout.PARENT_RUN_ID: self.parent_run_id, layout.TRIAL_ID: trial.trial_id}
+            )
+            if found is not None and run_id is not None:
                 client.log_artifact(run_id, str(found), trial_artifacts.CHECKPOINT_ARTIFACT)
                 store.set_tags(client, run_id, {trial_artifacts.CHECKPOINT_TAG: "best"})
 

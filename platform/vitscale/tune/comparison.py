@@ -26,7 +26,8 @@ from ray import tune
 from vitscale.errors import UserError
 from vitscale.study import count_trials
 from vitscale.study.comparison import arm_list, arm_study, arm_values, final_study
-from vitscale.tracking import layout, queued, store
+from vitscale.tracking import layout, parent_summary, queued, store
+from vitscale.tune import optuna_study
 from vitscale.tune.phase_callback import PhaseCallback
 from vitscale.tune.progress import ProgressCallback
 from vitscale.tune.selection import choose
@@ -60,7 +61,10 @@ def _fit(execution, phase: str, phase_spec, callback, progress, search=None, ver
         )
     else:
         phase_execution = replace(execution, directory=directory, spec=phase_spec)
-        tuner = build_tuner(phase_execution, verbose, callback=callback, search=search, progress=progress)
+        name = optuna_study.study_name(execution.spec.name, callback.arm)  # `<study>/<arm>`
+        tuner = build_tuner(
+            phase_execution, verbose, callback=callback, search=search, progress=progress, optuna_name=name
+        )
     try:
         return tuner.fit()
     finally:
@@ -171,6 +175,7 @@ def run_comparison(execution, verbose: int = 1):
     client.set_terminated(execution.parent_run_id, "FINISHED")
     summary = summarise(client, execution)
     summary.arms = arm_rows(client, execution, state)
+    parent_summary.log_summary(client, execution.experiment_id, execution.parent_run_id, spec)
     return summary
 
 

@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,7 +121,9 @@ def prepare(spec, url: str, name: str | None = None) -> int:
         return done
     directions = ["minimize" if o.mode == "min" else "maximize" for o in spec.objectives]
     study = optuna.create_study(storage=url, study_name=name, directions=directions)
-    study.set_metric_names([o.metric for o in spec.objectives])
+    with warnings.catch_warnings():  # experimental since Optuna 3.2, and what the dashboard reads
+        warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+        study.set_metric_names([o.metric for o in spec.objectives])
     study.set_user_attr("vitscale_study", spec.name)
     if spec.description:
         study.set_user_attr("description", spec.description)

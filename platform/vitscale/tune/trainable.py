@@ -20,6 +20,7 @@ from typing import Any
 
 from vitscale.errors import TrialFailure
 from vitscale.study import resolve_trial
+from vitscale.tracking.trial_artifacts import epoch_line, trial_log
 from vitscale.tracking.tune_callback import (
     RESULT_FAILURE_MESSAGE,
     RESULT_FAILURE_REASON,
@@ -63,9 +64,12 @@ def train_trial(config: dict[str, Any], spec) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="vitscale-trial-"))
     last: dict[str, float] = {}
 
+    trial_log(f"trial {config['point']} seed {config['seed']}: {trial.train.epochs} epochs")
+
     def report(metrics: dict[str, float], checkpoint_dir: Path | None) -> None:
         last.clear()
         last.update(metrics)
+        trial_log(epoch_line(metrics, trial.train.epochs))  # before the report: synced with its checkpoint
         checkpoint = tune.Checkpoint.from_directory(str(checkpoint_dir)) if checkpoint_dir else None
         tune.report({**metrics, **extra}, checkpoint=checkpoint)
 
@@ -74,6 +78,7 @@ def train_trial(config: dict[str, Any], spec) -> None:
         resume_from = Path(restored.to_directory(str(workdir / "restored"))) if restored else None
         fit(trial, report=report, checkpoint_dir=workdir / "checkpoint", resume_from=resume_from)
     except TrialFailure as exc:
+        trial_log(f"failed: {exc.reason}: {' '.join(str(exc).split())}")
         objectives = {o.metric: math.nan for o in spec.objectives}
         tune.report(
             {

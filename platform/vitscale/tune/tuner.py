@@ -61,9 +61,10 @@ def _scheduler(spec):
     return scheduler_for(spec, objective.metric, objective.mode, epochs)
 
 
-def _search(spec, directory, storage_url: str = "", parent_run_id: str = ""):
+def _search(spec, directory, storage_url: str = "", parent_run_id: str = "", optuna_name: str = ""):
     """(search_alg, param_space, num_samples) for the spec's algorithm. Samplers use the Optuna
-    study named after the vitscale study in `storage_url` (see `tune.optuna_study`)."""
+    study `optuna_name` (default: the vitscale study's name; a comparison arm's is
+    `<study>/<arm>`) in `storage_url` (see `tune.optuna_study`)."""
     if spec.search.algorithm == "grid" or spec.kind == "benchmark":
         points = grid_points(spec)
         space = {"point": tune.grid_search(points), "seed": tune.grid_search(list(spec.search.seeds))}
@@ -73,7 +74,8 @@ def _search(spec, directory, storage_url: str = "", parent_run_id: str = ""):
     storage_url = storage_url or spec.search.optuna_storage or f"sqlite:///{directory / optuna_study.DB_FILE}"
     import optuna
 
-    done = optuna_study.prepare(spec, storage_url)
+    optuna_name = optuna_name or spec.name
+    done = optuna_study.prepare(spec, storage_url, optuna_name)
     seed = spec.search.sampler_seed
     if seed is not None and done:
         seed += done  # a continued search: new draws, not the first execution's again
@@ -83,7 +85,7 @@ def _search(spec, directory, storage_url: str = "", parent_run_id: str = ""):
         metric=metrics[0] if len(metrics) == 1 else metrics,
         mode=modes[0] if len(modes) == 1 else modes,
         sampler=SAMPLERS[spec.search.algorithm](seed, len(metrics), concurrent=concurrent),
-        study_name=spec.name,
+        study_name=optuna_name,
         storage=optuna.storages.RDBStorage(storage_url),
     )
     seeds = list(spec.search.seeds)
@@ -106,13 +108,16 @@ def _reporter(spec) -> tune.CLIReporter:
     )
 
 
-def build_tuner(execution, verbose: int = 0, *, callback=None, search=None, progress=None) -> tune.Tuner:
+def build_tuner(
+    execution, verbose: int = 0, *, callback=None, search=None, progress=None, optuna_name: str = ""
+) -> tune.Tuner:
     """The study's Tuner. Comparison phases pass their own callback (phase and arm tags), search
     (the final runs' grid) and progress line (naming the phase); the experiment lives in
     `execution.directory`. `verbose` 1 adds Ray's status table to the progress line."""
     spec = execution.spec
+    storage_url = getattr(execution, "optuna_storage", "")
     search_alg, param_space, num_samples = search or _search(
-        spec, execution.directory, getattr(execution, "optuna_storage", ""), execution.parent_run_id
+        spec, execution.directory, storage_url, execution.parent_run_id, optuna_name
     )
     callback = callback or MlflowStudyCallback(
         tracking_uri=execution.tracking_uri,

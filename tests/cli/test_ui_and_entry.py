@@ -1,0 +1,81 @@
+"""`vitscale ui` prints its URL once the server answers and without MLflow's deprecation
+warnings; `vitscale --version`; a study file's name (`tuned_quickstart`) reads as its study."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vitscale.cli.analyze_cmd import resolve_study
+from vitscale.cli.ui_cmd import SERVER_WARNING_FILTERS, answers_http, server_env
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_server_env_keeps_the_users_warning_filters_and_job_setting(monkeypatch):
+    monkeypatch.setenv("PYTHONWARNINGS", "error::UserWarning")
+    monkeypatch.setenv("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "true")
+    env = server_env()
+    assert env["PYTHONWARNINGS"].split(",") == ["error::UserWarning", *SERVER_WARNING_FILTERS]
+    assert env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] == "true"  # the user's choice wins
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_ui_prints_its_url_only_once_the_server_answers_and_no_deprecation_warning(tmp_path):
+    from mlflow import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    MlflowClient(tracking_uri=uri).search_experiments()  # the store exists
+    port = _free_port()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vitscale", "ui", "--tracking-uri", uri, "--port", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # Ctrl-C below reaches its whole group, as in a terminal
+    )
+    try:
+        for line in proc.stdout:
+            if line.startswith("MLflow UI on"):
+                assert answers_http(f"http://127.0.0.1:{port}/health"), line  # printed after it answers
+                break
+        else:
+            pytest.fail(f"no URL line; stderr: {proc.stderr.read()[-2000:]}")
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    assert "Warning" not in err, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+
+
+def test_version_prints_the_package_version():
+    from vitscale import __version__
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "vitscale", "--version"], capture_output=True, text=True, timeout=300
+    )
+    assert (proc.returncode, proc.stdout.strip()) == (0, f"vitscale {__version__}")
+
+
+def test_a_study_files_name_or_path_resolves_to_the_study_it_names(monkeypatch):
+    monkeypatch.chdir(REPO)
+    assert resolve_study("tuned_quickstart")[0] == "tuned-quickstart"  # studies/tuned_quickstart.yaml
+    assert resolve_study("studies/tuned_quickstart.yaml")[0] == "tuned-quickstart"
+    assert resolve_study("tuned-quickstart")[0] == "tuned-quickstart"  # a study name as it is
+    assert resolve_study("no_such_file")[0] == "no_such_file"
