@@ -131,7 +131,9 @@ def build_tuner(
         source=getattr(execution, "source", ""),
     )
     objective = spec.objectives[0]
-    progress = progress or ProgressCallback(spec.name, count_trials(spec), (objective.metric, objective.mode))
+    # A benchmark's configurations compare only within a resolution: no one "best" in its line.
+    best_of = None if spec.kind == "benchmark" else (objective.metric, objective.mode)
+    progress = progress or ProgressCallback(spec.name, count_trials(spec), best_of)
 
     return tune.Tuner(
         trainable_for(spec),
