@@ -6,6 +6,17 @@
 #   RAY_DASHBOARD_URL=http://127.0.0.1:D    dashboard / job server: vitscale study submit --address
 #   RAY_TEMP_DIR=DIR                        pass to ray-down.sh --temp-dir
 #   RAY_NODES=N+1
+#   RAY_AUTH_MODE=disabled|token
+#   RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0     what a plain Ray client needs to reach a loopback cluster
+#
+# Loopback by default: every server of the cluster (GCS, raylets, agents, workers, dashboard, job
+# server) listens on 127.0.0.1 only, so nothing on the network reaches it. Ray on Linux would swap a
+# loopback node address for the host's routable IP and listen on all interfaces; its single-machine
+# switch RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, set for every node, keeps 127.0.0.1 (_ray_start.py lets
+# worker nodes start under it). A Ray client outside vitscale needs the same variable, or Ray
+# rewrites 127.0.0.1 in its --address too and finds nothing there; vitscale sets it itself.
+# To open the cluster deliberately (clients on other machines): --open, which takes this host's
+# routable IP for every node, listens on all interfaces and requires token authentication.
 #
 # Every node is started with `setsid`, so all of its processes (and the workers its raylet spawns)
 # share one session id. The session ids go into DIR/vitscale-cluster.env; ray-down.sh stops exactly
@@ -16,7 +27,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
 usage() {
     cat >&2 <<EOF
 usage: $(basename "$0") [--workers N] [--cpus-per-node C] [--gpus-per-node G] [--port P] [--dashboard-port D]
-                 [--temp-dir DIR] [--object-store-mb MB] [--auth MODE] [--timeout S]
+                 [--temp-dir DIR] [--object-store-mb MB] [--auth MODE] [--open] [--timeout S]
   --workers N          worker nodes besides the head (default 1)
   --cpus-per-node C    logical CPUs each node advertises (default 1)
   --gpus-per-node G    logical GPUs each node advertises (default: Ray's detection); e.g. 2 on a
@@ -26,9 +37,13 @@ usage: $(basename "$0") [--workers N] [--cpus-per-node C] [--gpus-per-node G] [-
   --temp-dir DIR       Ray's temp dir; keep it short, socket paths are limited to 107 chars
                        (default /tmp/vitscale-ray-\$UID)
   --object-store-mb MB object store size per node (default: Ray's choice)
-  --auth MODE          Ray token authentication: disabled (default) or token. With token, the
-                       key is Ray's token file (~/.ray/auth_token, created if missing) and clients
-                       (ray.init, the job API, vitscale) need RAY_AUTH_MODE=token in their env
+  --auth MODE          Ray token authentication: disabled or token (default: disabled, token with
+                       --open). With token, the key is Ray's token file (~/.ray/auth_token, created
+                       if missing) and clients (ray.init, the job API, vitscale) need
+                       RAY_AUTH_MODE=token in their env
+  --open               reachable from other machines, deliberately: nodes register with this host's
+                       routable IP and every server listens on all interfaces; token authentication
+                       is required (--auth disabled is refused). Default: 127.0.0.1 only
   --timeout S          seconds to wait for the nodes and the job server (default 180)
 EOF
     exit 2
@@ -41,7 +56,8 @@ PORT=6379
 DASH_PORT=8265
 TEMP_DIR="/tmp/vitscale-ray-$(id -u)"
 OBJ_MB=""
-AUTH=disabled
+AUTH=""
+OPEN=0
 TIMEOUT=180
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -53,6 +69,7 @@ while [[ $# -gt 0 ]]; do
         --temp-dir) TEMP_DIR=${2:?}; shift 2 ;;
         --object-store-mb) OBJ_MB=${2:?}; require_int "$1" "$2"; shift 2 ;;
         --auth) AUTH=${2:?}; shift 2 ;;
+        --open) OPEN=1; shift ;;
         --timeout) TIMEOUT=${2:?}; require_int "$1" "$2"; shift 2 ;;
         -h | --help) usage ;;
         *) echo "error: unknown argument '$1'" >&2; usage ;;
@@ -65,7 +82,24 @@ RAY=$(find_bin ray)
 # raylet's PATH: put this venv first so `vitscale` and `python` are the ones Ray runs from.
 export PATH="$(dirname "$RAY"):$PATH"
 command -v setsid >/dev/null || die "'setsid' (util-linux) is required to start Ray in its own session"
+[[ -n "$AUTH" ]] || { [[ $OPEN -eq 1 ]] && AUTH=token || AUTH=disabled; }
 [[ $AUTH == disabled || $AUTH == token ]] || die "--auth expects 'disabled' or 'token', got '$AUTH'"
+[[ $OPEN -eq 0 || $AUTH == token ]] || die "--open with --auth disabled: anyone who reaches an open cluster runs code on it; drop --auth disabled (--open uses token authentication)"
+
+# Where the servers listen (see the header): 127.0.0.1, or with --open the host's routable IP (the
+# address Ray itself picks: the source address of a route to the internet; no packet is sent).
+if [[ $OPEN -eq 1 ]]; then
+    export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=1
+    NODE_IP=$("$PY" -c 'import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.connect(("8.8.8.8", 80))
+print(s.getsockname()[0])') || die "--open: this host has no routable IPv4 address"
+    DASH_HOST=0.0.0.0
+else
+    export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
+    NODE_IP=127.0.0.1
+    DASH_HOST=127.0.0.1
+fi
 
 # Ray 2.x turns token authentication on by itself when ~/.ray/auth_token exists (e.g. after any
 # in-process ray.init() on this machine), per process: nodes started at different moments could
@@ -95,8 +129,8 @@ rm -f "$STATE"
 port_is_free "$PORT" || die "--port $PORT is in use on 127.0.0.1; pick another (or stop what holds it)"
 port_is_free "$DASH_PORT" || die "--dashboard-port $DASH_PORT is in use on 127.0.0.1; pick another"
 
-GCS_ADDRESS="127.0.0.1:$PORT"
-DASHBOARD_URL="http://127.0.0.1:$DASH_PORT"
+GCS_ADDRESS="$NODE_IP:$PORT"
+DASHBOARD_URL="http://$NODE_IP:$DASH_PORT"
 SIDS=""
 : >"$UP_LOG"
 
@@ -107,6 +141,7 @@ VITSCALE_RAY_GCS_ADDRESS="$GCS_ADDRESS"
 VITSCALE_RAY_DASHBOARD_URL="$DASHBOARD_URL"
 VITSCALE_RAY_NODES=$((WORKERS + 1))
 VITSCALE_RAY_AUTH_MODE=$AUTH
+VITSCALE_RAY_OPEN=$OPEN
 VITSCALE_RAY_SIDS="$SIDS"
 EOF
 }
@@ -137,7 +172,8 @@ start_node() {
     echo "==== ray start ($name)" >>"$UP_LOG"
     # `setsid -w` makes `timeout` (and so `ray start` and all it spawns) the leader of a new
     # session, forking first only if needed, and returns the exit status.
-    setsid -w timeout "$TIMEOUT" "$RAY" start "$@" --temp-dir "$NODE_TEMP_DIR" --node-ip-address 127.0.0.1 \
+    setsid -w timeout "$TIMEOUT" "$PY" "$(dirname "${BASH_SOURCE[0]}")/_ray_start.py" start "$@" \
+        --temp-dir "$NODE_TEMP_DIR" --node-ip-address "$NODE_IP" \
         --num-cpus "$CPUS" ${GPUS:+--num-gpus "$GPUS"} --disable-usage-stats ${OBJ_MB:+--object-store-memory $((OBJ_MB * 1024 * 1024))} \
         </dev/null >>"$UP_LOG" 2>&1 &
     pid=$!
@@ -150,14 +186,10 @@ start_node() {
     write_state
 }
 
-# Node IPs: Ray 2.x on Linux replaces a loopback --node-ip-address (and a 127.0.0.1 in --address or
-# ray.init(address=...)) by the host's routable IP (ray._private.services.resolve_ip_for_localhost),
-# so the nodes register with that IP and Ray's gRPC servers (GCS, raylets) listen on all interfaces;
-# Ray has no flag to change that (its agents and client server bind to that IP too). The dashboard
-# and job server are bound to 127.0.0.1, and 127.0.0.1:PORT is a valid address for Ray clients.
+# Node IPs: NODE_IP for every node (see the header); the Ray client server follows it.
 RAY_CLIENT_PORT=$(free_port)
 NODE_TEMP_DIR=$TEMP_DIR
-start_node head --head --port "$PORT" --dashboard-host 127.0.0.1 --dashboard-port "$DASH_PORT" \
+start_node head --head --port "$PORT" --dashboard-host "$DASH_HOST" --dashboard-port "$DASH_PORT" \
     --include-dashboard true --ray-client-server-port "$RAY_CLIENT_PORT" --dashboard-agent-listen-port 0
 for ((i = 1; i <= WORKERS; i++)); do
     # Ports of a worker node (node manager, object manager, agents, metrics) are left to Ray (0 =
@@ -197,9 +229,11 @@ EOF
 
 STARTED_OK=1
 [[ $AUTH != token ]] || info "token authentication is on: clients need RAY_AUTH_MODE=token"
+[[ $OPEN -eq 0 ]] || info "open cluster: Ray listens on all interfaces of this host ($NODE_IP), token authentication on"
 info "Ray cluster ready: $((WORKERS + 1)) nodes; stop it with: $(dirname "$0")/ray-down.sh --temp-dir $TEMP_DIR"
 echo "RAY_ADDRESS=$GCS_ADDRESS"
 echo "RAY_DASHBOARD_URL=$DASHBOARD_URL"
 echo "RAY_TEMP_DIR=$TEMP_DIR"
 echo "RAY_NODES=$((WORKERS + 1))"
 echo "RAY_AUTH_MODE=$AUTH"
+echo "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=$RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"

@@ -23,12 +23,15 @@ class UserError(Exception):
     """A mistake the user can fix; the message names the key or path and the fix."""
 
 
-def make_folder(path: Path, key: str) -> None:
+def make_folder(path: Path, key: str, new: bool = False) -> None:
     """`mkdir -p path`, or a UserError naming `key` (the flag or study key that gave the path) and
-    why: a folder the user named that cannot be made is bad input, not a traceback."""
+    why: a folder the user named that cannot be made is bad input, not a traceback. `new`: the
+    folder itself must not exist yet (an atomic claim; FileExistsError goes to the caller)."""
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(parents=True, exist_ok=not new)
     except OSError as exc:
+        if new and isinstance(exc, FileExistsError):
+            raise
         raise UserError(
             f"{key}: cannot create {path} ({exc.strerror or exc}); pass a writable folder"
         ) from None

@@ -66,7 +66,7 @@ def test_half_gpu_trials_are_packed_two_per_gpu_and_see_only_their_gpu(gpu_clust
         capture_output=True,
         text=True,
         timeout=300,
-        env=cli_env(),
+        env={**cli_env(), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"},  # a plain client of a loopback cluster
         cwd="/tmp",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]

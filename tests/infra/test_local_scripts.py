@@ -4,6 +4,7 @@ through the same session fixtures (tests/fixtures_cluster.py) the integration te
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -121,8 +122,11 @@ def test_ray_cluster_fixture_has_two_alive_nodes(ray_cluster):
         }}))
         """
     )
+    # A plain Ray client of this loopback-only cluster needs Ray's single-machine switch, or Ray
+    # swaps 127.0.0.1 for the host's IP and finds nothing there (ray-up.sh prints it; vitscale sets it).
+    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
     proc = subprocess.run(
-        [sys.executable, "-c", driver], capture_output=True, text=True, timeout=180, cwd="/tmp"
+        [sys.executable, "-c", driver], capture_output=True, text=True, timeout=180, cwd="/tmp", env=env
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -74,9 +74,11 @@ def test_a_storage_path_inside_a_nodes_ray_temp_dir_is_refused_before_any_trial(
     # The marker probe: one task on each alive node, each answering from its own node.
     shared = tmp_path / "shared"
     shared.mkdir()
+    # A plain Ray client of a loopback-only cluster needs Ray's single-machine switch (infra/README.md).
     out = subprocess.run(
         [sys.executable, "-c", PROBE, ray_cluster.gcs_address, str(shared)],
-        capture_output=True, text=True, env=cli_env(), timeout=300, check=True,
+        capture_output=True, text=True, env={**cli_env(), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"},
+        timeout=300, check=True,
     ).stdout  # fmt: skip
     report = json.loads(out.strip().splitlines()[-1])
     missing, present = report["missing"], report["present"]
@@ -109,16 +111,18 @@ def test_a_path_one_node_cannot_see_is_refused_by_the_marker_probe(mlflow_server
     store.mkdir()
     try:
         head = start_ray_cluster(temp_dir, workers=0, cpus_per_node=1)
-        ray = str(Path(sys.executable).with_name("ray"))
+        # `ray start` as ray-up.sh runs it for a node of its loopback-only cluster (infra/README.md)
+        ray_start = [sys.executable, str(REPO / "infra" / "local" / "_ray_start.py")]
         start_worker = (
-            'mount -t tmpfs tmpfs "$0" && exec "$1" start --address "$2" --temp-dir "$3" '
+            'mount -t tmpfs tmpfs "$0" && exec "$1" "$2" start --address "$3" --temp-dir "$4" '
             "--node-ip-address 127.0.0.1 --num-cpus 1 --disable-usage-stats "
             "--object-store-memory 268435456 --dashboard-agent-listen-port 0"
         )
         subprocess.run(
             ["unshare", "--mount", "--propagation", "private", "sh", "-c", start_worker,
-             str(store), ray, head.gcs_address, f"{temp_dir}/w1"],
-            check=True, capture_output=True, env=cli_env(), timeout=300, stdin=subprocess.DEVNULL,
+             str(store), *ray_start, head.gcs_address, f"{temp_dir}/w1"],
+            check=True, capture_output=True, env={**cli_env(), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"},
+            timeout=300, stdin=subprocess.DEVNULL,
         )  # fmt: skip
         study = write_study(tmp_path, "blind-node", space={"model.mixer": {"grid": ["attention"]}})
         proc = vitscale(
@@ -156,16 +160,61 @@ def _finished(uri: str) -> int:
         return 0
 
 
+SECRET = "AWS_SECRET_ACCESS_KEY=planted-in-an-untracked-file"
+
+
 def _dirty_checkout(folder: Path) -> tuple[Path, str, str]:
-    """A clone of this repository's HEAD with one uncommitted edit: (checkout, commit, edit)."""
+    """A clone of this repository's HEAD with one uncommitted edit and an untracked `.env` holding
+    SECRET (which no upload may carry): (checkout, commit, edit)."""
     subprocess.run(["git", "clone", "-q", "--no-local", str(REPO), str(folder)], check=True, timeout=120)
     edit = "<!-- an uncommitted edit the submitted study's provenance must carry -->"
     with open(folder / "README.md", "a", encoding="utf-8") as readme:
         readme.write(edit + "\n")
+    (folder / ".env").write_text(SECRET + "\n")
     commit = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True, check=True
     ).stdout.strip()
     return folder, commit, edit
+
+
+@pytest.mark.timeout(900)
+def test_a_submitted_job_gets_the_tracked_files_and_the_diff_as_a_file_never_the_env_or_secrets(
+    mlflow_server, tmp_path
+):
+    """Through a real job server: what Ray unpacks as the job's working_dir on the head holds the
+    tracked code with the uncommitted edit and `.vitscale-git.diff`, not the untracked `.env`; the
+    job as the job API lists it (GET /api/jobs/, its runtime_env included) holds neither the secret
+    nor the diff."""
+    checkout, _, edit = _dirty_checkout(tmp_path / "checkout")
+    temp_dir = short_temp_dir()
+    try:
+        cluster = start_ray_cluster(temp_dir, workers=0, cpus_per_node=1)
+        job_id = vitscale(
+            "study", "submit", "studies/quickstart.yaml", "--address", cluster.dashboard_url,
+            "--tracking-uri", mlflow_server, *[arg for item in TINY for arg in ("--set", item)], cwd=checkout,
+        ).stdout.split()[-1]  # fmt: skip
+        deadline = time.time() + 600
+        unpacked = []
+        while not unpacked and time.time() < deadline:  # the head unpacks it before the entrypoint runs
+            unpacked = list(Path(temp_dir).glob("session_*/runtime_resources/working_dir_files/*/README.md"))
+            time.sleep(0.5)
+        assert unpacked, _job_status(cluster.dashboard_url, job_id)
+        working_dir = unpacked[0].parent
+        uploaded = {str(p.relative_to(working_dir)) for p in working_dir.rglob("*") if p.is_file()}
+        readme, diff = (
+            (working_dir / "README.md").read_text(),
+            (working_dir / ".vitscale-git.diff").read_text(),
+        )
+        with urllib.request.urlopen(f"{cluster.dashboard_url}/api/jobs/", timeout=30) as response:
+            listed = response.read().decode()
+    finally:
+        stop_ray_cluster(temp_dir)  # and its temp dir with the unpacked upload
+    assert edit in readme and edit in diff  # the working tree's code runs; the driver logs the diff
+    assert ".env" not in uploaded and not any(name.startswith(".git/") for name in uploaded)
+    assert "platform/vitscale/cli/app.py" in uploaded and "studies/quickstart.yaml" in uploaded
+    assert job_id in listed and SECRET not in listed and edit not in listed
+    [job] = [j for j in json.loads(listed) if j.get("submission_id") == job_id]
+    assert job["runtime_env"]["env_vars"]["VITSCALE_GIT_DIFF_FILE"] == ".vitscale-git.diff"
 
 
 @pytest.mark.timeout(1500)

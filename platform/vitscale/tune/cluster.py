@@ -2,6 +2,14 @@
 
 Ray leaves a trial whose resources no node has PENDING forever; the preflight turns that into
 one line at once. Autoscaling clusters grow nodes on demand, so `--allow-autoscale` skips it.
+
+Loopback by default: Ray on Linux swaps a loopback node address for the host's routable IP, and its
+servers (GCS, raylets, agents, every worker's gRPC port) then listen on all interfaces, reachable
+by anyone on the network. Ray keeps 127.0.0.1, and binds every server there, where its single-
+machine switch `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0` is set (the default on Windows and macOS).
+`connect` sets it for in-process Ray and for a cluster at 127.0.0.1/localhost (infra/local/ray-up.sh
+starts its nodes with it too); a value the user exported wins. A cluster at a routable address is
+Ray's default: nodes and clients there use that address.
 """
 
 from __future__ import annotations
@@ -11,6 +19,11 @@ import os
 import socket
 
 from vitscale.errors import UserError
+
+# Ray's own switch (read by Ray at import, and by every process it starts from their environment).
+LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+_set_here = False  # whether LOOPBACK_ENV in os.environ is this module's doing (not the user's)
 
 # The driver process's environment for Ray, set when it connects (its entry into Ray): Ray and Tune
 # read these from the environment only. Tune snapshots the experiment at every checkpoint, so a
@@ -55,14 +68,41 @@ def _check_reachable(address: str, timeout_s: float = 10.0) -> None:
         raise _unreachable(address, getattr(exc, "strerror", None) or exc) from None
 
 
+def is_loopback(address: str | None) -> bool:
+    """In-process Ray (no address), or a cluster whose address names this machine's loopback."""
+    if address == "auto":
+        address = os.environ.get("RAY_ADDRESS")  # what Ray resolves "auto" to first
+    if not address:
+        return True
+    host = address.split("://", 1)[-1].rpartition(":")[0].strip("[]")
+    return host in LOOPBACK_HOSTS
+
+
+def bind_loopback(on: bool) -> None:
+    """Keep (or stop keeping) Ray on 127.0.0.1 in this process and in the Ray processes it starts.
+    Ray reads the switch at import, so its constant is set too; a value the user exported wins."""
+    global _set_here
+    if on and LOOPBACK_ENV not in os.environ:
+        os.environ[LOOPBACK_ENV], _set_here = "0", True
+    elif not on and _set_here:
+        os.environ.pop(LOOPBACK_ENV, None)
+        _set_here = False
+    from ray._common.utils import env_bool
+    from ray._private import ray_constants
+
+    ray_constants.ENABLE_RAY_CLUSTER = env_bool(LOOPBACK_ENV, not ray_constants.IS_WINDOWS_OR_OSX)
+
+
 def connect(address: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None) -> None:
-    """`ray.init` for this driver: in-process local Ray by default, a cluster with `address`."""
+    """`ray.init` for this driver: in-process local Ray by default, a cluster with `address`.
+    In-process Ray and a cluster at 127.0.0.1 stay on loopback (see the module docstring)."""
     import ray
 
     for key, value in DRIVER_ENV.items():  # a variable the user set wins
         os.environ.setdefault(key, value)
     if ray.is_initialized():
         return
+    bind_loopback(is_loopback(address))
     kwargs = dict(logging_level=logging.WARNING, log_to_driver=True, configure_logging=True)
     try:
         if address:

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 from ray import tune
 
-from vitscale.errors import UserError, make_folder
+from vitscale.errors import UserError
 from vitscale.study import StudySpec, count_trials, dump_spec, load_study, spec_hash
 from vitscale.tracking import parent_summary, queued, store
 from vitscale.train.from_mlflow import resolve_spec_teachers
@@ -106,17 +106,19 @@ def run_study(
     """Run every trial of `spec`; return the study's summary (see `tune.summary`). `source`: the
     study file as the user named it (MLflow's Source column). `continue_search`: sample
     `search.num_samples` more points in the newest execution's Optuna study (see tune.optuna_study)."""
-    uri = store.resolve_tracking_uri(tracking_uri, spec.tracking.uri)
+    # Absolute in the execution record: resuming by folder from another directory finds the same store.
+    uri = storage_mod.absolute_sqlite(store.resolve_tracking_uri(tracking_uri, spec.tracking.uri))
     store.check_tracking_uri(uri)
     spec = _absolute_data_root(spec)
     borrowed = borrowed_state(spec, uri)  # tuned_from: the arms' tuned points, read from MLflow now
-    directory = _storage_root(spec, storage) / spec.name / time.strftime("%Y%m%d-%H%M%S")
-    while directory.exists():  # two executions within one second
-        directory = directory.with_name(directory.name + "x")
+    study_folder = _storage_root(spec, storage) / spec.name
+    started = time.strftime("%Y%m%d-%H%M%S")
     cluster.connect(address, num_cpus=num_cpus)
     cluster.preflight(spec.resources.cpu, spec.resources.gpu, allow_autoscale)
-    storage_mod.check_shared(directory.parent.parent)
-    make_folder(directory, "storage")  # before any MLflow run; teachers/ goes in it next
+    storage_mod.check_shared(study_folder.parent)
+    # Before any MLflow run (teachers/ goes in it next); claimed atomically, so a driver started
+    # within the same second gets a folder of its own.
+    directory = storage_mod.new_execution_folder(study_folder, started)
 
     # A teacher named by run id, models:/ URI or `best_of` another study is resolved now, once, into
     # the execution folder (every node sees it); the saved spec keeps it for resume.
@@ -142,7 +144,7 @@ def run_study(
     planned = count_trials(spec)
     jobs.tag_parent_run(client, parent_run_id, planned=planned)
     parent_summary.log_study_params(client, parent_run_id, parent_summary.study_params(spec, planned))
-    optuna_storage = optuna_study.storage_for(spec, directory, continue_search)
+    optuna_storage = storage_mod.absolute_sqlite(optuna_study.storage_for(spec, directory, continue_search))
     execution = StudyExecution(directory, spec, uri, experiment_id, parent_run_id, optuna_storage, source)
     execution.save()
     if spec.kind == "comparison":

@@ -30,7 +30,7 @@ from pathlib import Path
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from vitscale.errors import UserError
+from vitscale.errors import UserError, make_folder
 
 STATE_FILE = "vitscale-study.json"  # in an execution folder: spec, MLflow parent run, tracking URI
 LATEST_FILE = "latest"  # in storage/<name>/: the newest execution folder
@@ -65,6 +65,29 @@ def write_state(path: Path, state: dict) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(state, indent=2, default=str))
     os.replace(tmp, path)
+
+
+def new_execution_folder(study_folder: Path, stamp: str) -> Path:
+    """The folder of a new execution, `study_folder/stamp` (an `x` more per one already there),
+    claimed with an atomic mkdir: two drivers started within one second each get their own."""
+    make_folder(study_folder, "storage")
+    name = stamp
+    while True:
+        try:
+            make_folder(study_folder / name, "storage", new=True)
+            return study_folder / name
+        except FileExistsError:
+            name += "x"
+
+
+def absolute_sqlite(uri: str) -> str:
+    """`sqlite:///mlflow.db` names a file relative to the working directory; an execution record
+    keeps `sqlite:////abs/mlflow.db`, the same file from any directory (resume by folder)."""
+    prefix = "sqlite:///"
+    path, sep, query = uri.removeprefix(prefix).partition("?")
+    if not uri.startswith(prefix) or not path or path.startswith("/") or path == ":memory:":
+        return uri
+    return f"{prefix}{Path(path).resolve()}{sep}{query}"
 
 
 def in_submitted_job() -> bool:
