@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 from study_helpers import vitscale, write_study
 
+from vitscale.tracking.seed_mean import ConfigMean
 from vitscale.tune.progress import ProgressCallback, Snapshot, duration, eta_s, snapshot_of_trials
-from vitscale.tune.seed_mean import ConfigMean
 
 OBJECTIVE = ("val_top1", "max")
 

@@ -5,7 +5,7 @@
 Ray's own status table (off unless `--verbose`) repeats a full table every few seconds and never
 names a comparison's phase or arm; this line does, once per change (a trial started, finished or
 failed) and otherwise at most every `heartbeat_s`. "best" is the best configuration by seed mean
-of the first objective (`tune.seed_mean`), with its number of seeds; a benchmark shows none (its
+of the first objective (`tracking.seed_mean`), with its number of seeds; a benchmark shows none (its
 configurations compare only within one resolution: `study run` ends with those fronts). The ETA is
 the mean duration of the trials ended so far x the trials left / the trials running at once, "–"
 until one ended.
@@ -22,8 +22,8 @@ from typing import Any
 
 from ray.tune import Callback
 
+from vitscale.tracking.seed_mean import ConfigMean, Replicate, best_configs, config_label, seed_means
 from vitscale.tracking.tune_callback import RESULT_FAILURE_REASON, RESULT_PLANNED_EPOCHS
-from vitscale.tune.seed_mean import ConfigMean, Replicate, best_configs, config_label, seed_means
 
 HEARTBEAT_S = 60.0
 

@@ -1,6 +1,6 @@
 """The end-of-study summary, read back from MLflow (the record users see), not from memory.
 
-"Best" follows the protocol (`tune.seed_mean`): configurations ranked by their seed mean, with n;
+"Best" follows the protocol (`tracking.seed_mean`): configurations ranked by their seed mean, with n;
 a comparison's by its final runs only (fresh seeds, full fidelity), named by arm; several
 objectives, or a benchmark, give one front per resolution.
 """
@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vitscale.tracking import layout, store
+from vitscale.tracking.seed_mean import ConfigMean, Replicate, best_per_resolution, config_label, seed_means
 from vitscale.tracking.tune_callback import completion_tags, result_metrics
-from vitscale.tune.seed_mean import ConfigMean, Replicate, best_per_resolution, config_label, seed_means
 
 RESOLUTION_PARAMS = ("data.resolution", "model.image_size")  # trials, benchmark configurations
 SEED_PARAMS = ("train.seed", "bench.seed")

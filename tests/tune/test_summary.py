@@ -7,7 +7,6 @@ import math
 from types import SimpleNamespace
 
 from vitscale.cli.run_cmd import print_summary
-from vitscale.tune.seed_mean import ConfigMean, Replicate, best_configs, best_per_resolution, seed_means
 from vitscale.tune.summary import StudySummary, TrialRow, best_by_seed_mean
 
 TRAIN = SimpleNamespace(kind="train", space={"model.mixer": {}, "model.regime": {}}, arms=None)
@@ -104,26 +103,3 @@ def test_a_benchmark_has_one_front_per_resolution(capsys):
     at_64 = out.split("Pareto front at 64 px")[1]
     assert "ssog" in at_64 and "attention" not in at_64
     assert out.strip().splitlines()[-1] == "execution folder: /r/bench/20260101-000000"
-
-
-def test_seed_means_average_only_metrics_every_seed_has():
-    means = seed_means(
-        [
-            Replicate("a", "a", {"val_top1": 0.5, "test_top1": 0.4}),
-            Replicate("a", "a", {"val_top1": 0.7}),
-            Replicate("b", "b", {"val_top1": math.nan}),
-        ]
-    )
-    assert [(m.key, m.n, m.means) for m in means] == [("a", 2, {"val_top1": 0.6}), ("b", 1, {})]
-    assert [c.key for c in best_configs(means, [("val_top1", "max")])] == ["a"]
-
-
-def test_pareto_sets_of_seed_means_skip_configurations_without_every_objective():
-    configs = [
-        ConfigMean("a", "a", 2, {"val_top1": 0.9, "params": 100.0}),
-        ConfigMean("b", "b", 2, {"val_top1": 0.8, "params": 50.0}),
-        ConfigMean("c", "c", 2, {"val_top1": 0.7, "params": 80.0}),  # dominated by b
-        ConfigMean("d", "d", 1, {"params": 10.0}),  # failed: no val_top1
-    ]
-    best = best_per_resolution(configs, [("val_top1", "max"), ("params", "min")])
-    assert [c.key for c in best[None]] == ["a", "b"]

@@ -4,7 +4,9 @@ One seed of one configuration is a draw, not a result: the end-of-run summary, t
 line and `study status` all rank configurations by the mean of the objective over their replicate
 seeds (finished runs that ran every epoch; failures and early stops are counted elsewhere, never
 averaged in), and always say over how many seeds. Several objectives give the Pareto set of those
-means, one set per resolution: a 32 px configuration never competes with a 64 px one.
+means, one set per resolution: a 32 px configuration never competes with a 64 px one. It sits in
+`tracking`, below `tune` and beside the parent run's summary metrics, so every reader of a study's
+runs can share it.
 """
 
 from __future__ import annotations
