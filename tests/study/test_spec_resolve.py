@@ -81,7 +81,14 @@ def test_spec_hash_is_stable_and_ignores_the_description(spec):
 
 def test_describe_point():
     assert describe_point({"model.mixer": "ssog", "model": {"width": 192, "heads": 3}}, 2) == (
-        "mixer=ssog,width=192,heads=3,seed=2"
+        "ssog · w192 · h3 · s2"
+    )
+    assert describe_point({"model.mixer": "ssog", "train.lr": 3e-3, "model.ode.solver": "euler"}, 0) == (
+        "ssog · lr=0.003 · euler · s0"
+    )
+    # A sampled point: the names of its variants and its Optuna trial number (values: the params).
+    assert (
+        describe_point({"model.mixer": "ssog", "train.lr": 3e-3, "model.width": 64}, 1, 7) == "ssog · #7 · s1"
     )
     assert describe_point({}) == "base"
 

@@ -82,11 +82,11 @@ def test_study_logs_the_best_checkpoint_per_arm_the_trial_logs_and_a_wandb_offli
     from vitscale import data as vdata
     from vitscale.train import TrialConfig
     from vitscale.train.evaluate import evaluate
-    from vitscale.train.from_mlflow import unflatten_params as _unflatten
+    from vitscale.train.from_mlflow import trial_from_run
 
     run = best[0]
     model = load_from_mlflow(run.info.run_id, uri)
-    config = TrialConfig.model_validate(_unflatten(run.data.params)).resolved()
+    config = TrialConfig.model_validate(trial_from_run(run.info.run_id, uri)).resolved()
     bundle = vdata.load(config.data, torch.device("cpu"))
     with torch.no_grad():
         metrics = evaluate(model, bundle, config)

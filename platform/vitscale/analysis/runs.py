@@ -79,7 +79,8 @@ def parse_param_column(values: list[str | None]) -> pa.Array:
 
 
 def runs_to_table(runs: list[Any], study: str, kind: str | None = None) -> pa.Table:
-    """MLflow `Run`s (already deduplicated) -> the snapshot table with typed params and final metrics."""
+    """MLflow `Run`s (already deduplicated) -> the snapshot table with typed params and final metrics
+    (`params` and `flops_per_image` among the metrics, whether a run logged them as params or metrics)."""
     runs = sorted(runs, key=lambda r: (r.data.tags.get(layout.TRIAL_ID) or r.info.run_id, r.info.run_id))
     columns = BASE_COLUMNS + LATER_COLUMNS
     cols: dict[str, list] = {name: [] for name, _ in columns}
@@ -100,10 +101,13 @@ def runs_to_table(runs: list[Any], study: str, kind: str | None = None) -> pa.Ta
         cols["phase"].append(tags.get(layout.PHASE) or None)
         cols["arm"].append(tags.get(layout.ARM) or None)
     arrays = {name: pa.array(cols[name], typ) for name, typ in columns}
+    # Metrics with the constants (params, flops_per_image) a run logged as params (older runs: metrics).
+    values = [layout.run_values(r.data.metrics, r.data.params) for r in runs]
     # A metric named like a base column (the trainer's `did_not_train`) keeps its value as metric.NAME.
-    renamed = {k: (f"metric.{k}" if k in arrays else k) for r in runs for k in r.data.metrics}
+    renamed = {k: (f"metric.{k}" if k in arrays else k) for v in values for k in v}
     metric_keys = sorted(renamed.values())
-    param_keys = sorted({k for r in runs for k in r.data.params})
+    constants = set(layout.CONSTANT_METRICS)
+    param_keys = sorted({k for r in runs for k in r.data.params if k not in constants})
     taken = set(arrays) | set(metric_keys)
     param_names = []
     for key in param_keys:
@@ -111,7 +115,7 @@ def runs_to_table(runs: list[Any], study: str, kind: str | None = None) -> pa.Ta
         param_names.append(name)
         arrays[name] = parse_param_column([r.data.params.get(key) for r in runs])
     for key, name in sorted(renamed.items(), key=lambda kv: kv[1]):
-        arrays[name] = pa.array([r.data.metrics.get(key, float("nan")) for r in runs], pa.float64())
+        arrays[name] = pa.array([v.get(key, float("nan")) for v in values], pa.float64())
     table = pa.table(arrays) if runs else pa.table(arrays, schema=pa.schema(list(columns)))
     if kind is None:
         kind = _infer_kind(table, param_names)

@@ -33,6 +33,7 @@ from vitscale.study import (
     yamlio,
 )
 from vitscale.study.comparison import arm_list
+from vitscale.study.defaults import run_defaults
 from vitscale.study.plan import planned_trials
 
 SetOption = Annotated[
@@ -105,11 +106,13 @@ def show(
     set_: SetOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON (spec, trials, points, hash)")] = False,
 ) -> None:
-    """Print the resolved study (after extends, includes and --set) and how many trials it runs."""
+    """Print the resolved study (after extends, includes and --set), how many trials it runs, and
+    what its nulls become as trials run (the recipe, threads, LayerScale, position embedding)."""
     raw, files = read_study(file)
     raw, touched = apply_overrides(raw, set_ or ())
     spec = validate_study(raw, str(file), touched)
     data = spec_dict(spec)
+    defaults = run_defaults(spec)  # what the nulls become, per variant
     if as_json:
         report = {
             "spec": data,
@@ -118,9 +121,16 @@ def show(
             "trials": count_trials(spec),
             "seeds": spec.search.seeds,
             "grid_points": len(grid_points(spec)) if spec.search.algorithm == "grid" else None,
+            "as_run": [{"trials": names, "values": values} for names, values in defaults],
         }
         typer.echo(json.dumps(report, indent=2))
         return
     typer.echo(f"# {' <- '.join(files)}" + (f"  (--set {', '.join(set_)})" if set_ else ""))
     typer.echo(f"# {trials_line(spec)}; spec hash {spec_hash(spec)}")
     typer.echo(yamlio.dump(data), nl=False)
+    if defaults:
+        typer.echo("# null above is left to a default; the trials run with (and MLflow logs):")
+        for names, values in defaults:
+            typer.echo(
+                f"#   {', '.join(names)}: " + ", ".join(f"{k}={json.dumps(v)}" for k, v in values.items())
+            )

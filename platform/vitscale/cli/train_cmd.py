@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -17,6 +17,7 @@ from vitscale.cli.overrides import set_option, validate_with_sets
 from vitscale.errors import UserError
 from vitscale.tracking.layout import DEFAULT_TRACKING_URI
 from vitscale.train import TrialConfig
+from vitscale.train.from_mlflow import trial_from_run
 
 _RECIPE = "default: the data set's recommended recipe"
 _SET_EXAMPLE = "model.ssog.num_gaussians=8"
@@ -29,6 +30,7 @@ TrainSetOption = set_option(
 @app.command("train")
 @model_options
 def train(
+    ctx: typer.Context,
     model_overrides: dict,
     dataset: Annotated[
         str, typer.Option(help="digits | synthetic | cifar10 | cifar100 | imagefolder")
@@ -61,6 +63,15 @@ def train(
     ] = "all",
     distill_schedule: Annotated[str, typer.Option(help="constant | linear_decay (λ to 0)")] = "constant",
     distill_logit_weight: Annotated[float, typer.Option(help="weight of KL to the teacher's logits")] = 0.0,
+    from_run: Annotated[
+        str | None,
+        typer.Option(
+            "--from-run",
+            metavar="RUN_ID",
+            help="rerun the trial an MLflow run logged (a study trial reproduces its metrics on the same "
+            "device); --set changes it, the other trial flags are refused",
+        ),
+    ] = None,
     set_: TrainSetOption = None,
     tracking_uri: Annotated[str, typer.Option(help="MLflow tracking URI")] = DEFAULT_TRACKING_URI,
     experiment: Annotated[str, typer.Option(help="MLflow experiment")] = "vitscale-train",
@@ -73,35 +84,53 @@ def train(
 
     Selection-free: it reports validation metrics every epoch and, at the end, test metrics
     once (`test_top1`); `--json` prints the final epoch's metrics, both included. `--set PATH=VALUE`
-    reaches every key of the trial (`vitscale study schema` lists them) and wins over the flags."""
+    reaches every key of the trial (`vitscale study schema` lists them) and wins over the flags.
+    `--from-run RUN_ID` takes the whole trial from a logged run (read from --tracking-uri)."""
     # Lazy: the trainer's driver imports MLflow, which `vitscale --help` need not pay for.
     from vitscale.train.resume import train_trial
 
-    distill = None
-    if distill_teacher is not None:
-        distill = {
-            "teacher": distill_teacher,
-            "weight": distill_weight,
-            "layers": _layers(distill_layers),
-            "schedule": distill_schedule,
-            "logit_weight": distill_logit_weight,
+    if from_run is not None:
+        _refuse_trial_flags(ctx)
+        raw = trial_from_run(from_run, tracking_uri)
+        if raw["train"].get("threads") is None and not any(
+            s.startswith("train.threads=") for s in set_ or ()
+        ):
+            typer.echo(
+                f"note: run {from_run} logged no train.threads (an older record): torch picks the thread "
+                "count, so metrics may differ; pass --set train.threads=N as the run had",
+                err=True,
+            )
+    else:
+        distill = None
+        if distill_teacher is not None:
+            distill = {
+                "teacher": distill_teacher,
+                "weight": distill_weight,
+                "layers": _layers(distill_layers),
+                "schedule": distill_schedule,
+                "logit_weight": distill_logit_weight,
+            }
+        raw = {
+            "model": model_overrides,
+            "data": {
+                "dataset": dataset,
+                "root": root,
+                "resolution": resolution,
+                "val_fraction": val_fraction,
+            },
+            "train": {
+                "epochs": epochs,
+                "batch_size": batch_size,
+                "lr": lr,
+                "warmup_epochs": warmup_epochs,
+                "label_smoothing": label_smoothing,
+                "weight_decay": weight_decay,
+                "seed": seed,
+                "device": device,
+                "compile": compile_model,
+                "distill": distill,
+            },
         }
-    raw: dict[str, Any] = {
-        "model": model_overrides,
-        "data": {"dataset": dataset, "root": root, "resolution": resolution, "val_fraction": val_fraction},
-        "train": {
-            "epochs": epochs,
-            "batch_size": batch_size,
-            "lr": lr,
-            "warmup_epochs": warmup_epochs,
-            "label_smoothing": label_smoothing,
-            "weight_decay": weight_decay,
-            "seed": seed,
-            "device": device,
-            "compile": compile_model,
-            "distill": distill,
-        },
-    }
     config = validate_with_sets(TrialConfig, raw, set_ or (), _SET_EXAMPLE).resolved()
     final = train_trial(
         config,
@@ -114,6 +143,34 @@ def train(
     )
     if as_json:
         print(json.dumps(final))
+
+
+# Flags that only run, track or print a trial: they go with --from-run; the rest build the trial.
+_RUN_FLAGS = {
+    "from_run",
+    "set_",
+    "tracking_uri",
+    "experiment",
+    "track",
+    "as_json",
+    "checkpoint_dir",
+    "resume",
+}
+
+
+def _refuse_trial_flags(ctx: typer.Context) -> None:
+    """--from-run takes the trial from the run: a trial flag given beside it is one clear line."""
+    given = [
+        param.opts[0]
+        for param in ctx.command.params
+        if param.name not in _RUN_FLAGS
+        and getattr(ctx.get_parameter_source(param.name), "name", "") == "COMMANDLINE"
+    ]
+    if given:
+        raise UserError(
+            f"--from-run: {', '.join(given)} would change the logged trial; change it with --set KEY=VALUE "
+            "(e.g. --set train.device=cpu), or leave --from-run out"
+        )
 
 
 def _layers(text: str) -> str | list[int]:

@@ -226,6 +226,11 @@ class ModelConfig(BaseModel):
             update={"pos_embed": self.resolved_pos_embed, "layer_scale": self.resolved_layer_scale}
         )
 
+    def unused_sections(self) -> list[str]:
+        """The settings sections this model never reads (every mixer's and regime's but its own):
+        left out of what a run logs, so an SSoG run shows no `attention.backend`."""
+        return [name for name in registry.sections() if name not in (self.mixer, self.regime)]
+
     @property
     def grid(self) -> tuple[int, int]:
         side = self.image_size // self.patch_size

@@ -10,8 +10,10 @@ For runners (Ray Tune) the whole interface is:
     sample_point(spec, sampler)                   # the same with any sampler(key, Param) callback
     active_params(spec, partial_point)            # keys active so far, in dependency order
     resolve_trial(spec, point, seed)              # -> TrialConfig (decodes Optuna labels)
-    describe_point(point, seed)                   # short run name
-    flatten(trial), config_key(trial)             # MLflow params; replicate-group key
+    run_trial(spec, point, seed)                  # -> TrialConfig as a worker runs it (threads set)
+    describe_point(point, seed, sample)           # the run name (tracking.layout.run_name)
+    run_params(trial), config_key(trial)          # MLflow params (active sections); replicate key
+    flatten(trial)                                # every key, every section
     spec_hash(spec), dump_spec(spec)              # parent-run tag; resolved spec YAML artifact
 
 A point maps space keys to values (active parameters only); see `vitscale.study.resolve`.
@@ -31,6 +33,8 @@ from vitscale.study.resolve import (
     flatten,
     grid_points,
     resolve_trial,
+    run_params,
+    run_trial,
     sample_point,
     spec_dict,
     spec_hash,
@@ -74,6 +78,8 @@ __all__ = [
     "parse_override",
     "read_study",
     "resolve_trial",
+    "run_params",
+    "run_trial",
     "sample_point",
     "spec_dict",
     "spec_hash",

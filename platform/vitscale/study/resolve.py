@@ -23,6 +23,7 @@ from vitscale.study.errors import SpecError
 from vitscale.study.paths import flatten_section, lookup, set_in
 from vitscale.study.spec import StudySpec
 from vitscale.study.yamlio import dump
+from vitscale.tracking import layout
 from vitscale.train.config import TrialConfig, flatten
 from vitscale.validation import error_lines
 
@@ -65,17 +66,16 @@ def decode_point(spec: StudySpec, point: Mapping[str, Any]) -> dict[str, Any]:
     return {k: spec.space[k].decode(v) if k in spec.space else v for k, v in point.items()}
 
 
-def describe_point(point: Mapping[str, Any], seed: int | None = None) -> str:
-    """A short run name: 'mixer=ssog,width=192,heads=3,seed=0' (last part of each path)."""
-    parts = []
+def describe_point(point: Mapping[str, Any], seed: int | None = None, sample: int | None = None) -> str:
+    """A trial's run name (`tracking.layout.run_name`), what differs first: a grid point's values
+    ('ssog · ode · w64 · s1'); a sampled point (`sample`: its Optuna trial number) by the names of
+    its variants and its number ('ssog · #7 · s0'), its numbers being in the params."""
+    values: dict[str, Any] = {}
     for key, value in point.items():
-        if isinstance(value, dict):
-            parts += [f"{k.rsplit('.', 1)[-1]}={v}" for k, v in flatten_section(key, value).items()]
-        else:
-            parts.append(f"{key.rsplit('.', 1)[-1]}={value}")
-    if seed is not None:
-        parts.append(f"seed={seed}")
-    return ",".join(parts) or "base"
+        values.update(flatten_section(key, value) if isinstance(value, dict) else {key: value})
+    if sample is not None:
+        values = {k: v for k, v in values.items() if isinstance(v, str)}
+    return layout.run_name(values, seed, sample=sample)
 
 
 def trial_data(spec: StudySpec, point: Mapping[str, Any], seed: int) -> dict[str, Any]:
@@ -101,6 +101,22 @@ def resolve_trial(spec: StudySpec, point: Mapping[str, Any], seed: int) -> Trial
     except ValidationError as exc:
         where = ", ".join(f"{k}={v}" for k, v in point.items()) or "the base trial"
         raise SpecError(error_lines(exc, prefix=f"{spec.name}: trial at {where}")) from None
+
+
+def run_trial(spec: StudySpec, point: Mapping[str, Any], seed: int) -> TrialConfig:
+    """The trial as a worker runs it: `resolve_trial` with its CPU threads decided (train.threads,
+    else the trial's CPUs, `resources.cpu`). The trainable runs it and MLflow logs it, so the record
+    reruns the trial exactly (`vitscale train --from-run`)."""
+    trial = resolve_trial(spec, point, seed)
+    threads = trial.train.threads or max(1, int(spec.resources.cpu))
+    return trial.model_copy(update={"train": trial.train.model_copy(update={"threads": threads})})
+
+
+def run_params(trial: TrialConfig) -> dict[str, Any]:
+    """A trial's MLflow params: `flatten` without the settings of the mixers and regimes it does
+    not use (an SSoG run logs no `model.attention.*`; the model reads only its own sections)."""
+    unused = tuple(f"model.{name}." for name in trial.model.unused_sections())
+    return {k: v for k, v in flatten(trial).items() if not k.startswith(unused)}
 
 
 def _digest(data: Any, length: int = 16) -> str:

@@ -7,13 +7,27 @@ One experiment per study (`tracking.experiment`, default: the study name). In it
   of the driver) and `git.diff` when dirty (see tracking.provenance); PLANNED_TRIALS;
   JOBS (the Ray job ids that ran or resumed it, when submitted: `study status` reads progress).
 - one child run per trial, nested under the parent (tag mlflow.parentRunId): tags ROLE=trial,
-  STUDY, KIND, TRIAL_ID, STATUS, FAILURE_REASON, the parent's GIT_*/SOURCE_* tags, STOPPED_EARLY, NODE_ID, CONFIG_KEY.
-  DID_NOT_TRAIN ("true" when a finished trial's final validation top-1 stayed within 2 points
-  of chance). RESTARTS (set once a trial was restarted after a lost worker or node); QUEUE_ID on
-  every run created through the write queue (tracking.queue). Params: the flattened resolved trial config with dotted keys (`model.mixer`, `model.width`,
-  `data.resolution`, `train.seed`, ...). Metrics: every epoch metric with step=epoch, and the
-  final values (MLflow's latest value per key). A trial that ran all its planned epochs also
-  has `test_top1`, `test_top5`, `test_loss` (evaluated once, at the end; never used to select).
+  STUDY, KIND, TRIAL_ID (the Ray trial id), STATUS, FAILURE_REASON, the parent's GIT_*/SOURCE_* tags,
+  STOPPED_EARLY, NODE_ID, CONFIG_KEY. DID_NOT_TRAIN ("true" when a finished trial's final
+  validation top-1 stayed within 2 points of chance). RESTARTS (set once a trial was restarted
+  after a lost worker or node); QUEUE_ID on every run created through the write queue
+  (tracking.queue).
+  Name (`run_name`): what differs between the study's runs, first, then the seed, joined by " · ":
+  a grid point's values (`ssog · ode · w64 · s1`; NAME_SHORT keys as w64, r32, K4, strings bare,
+  others leaf=value), a sampled point's variant names and its Optuna trial number
+  (`ssog · #7 · s0`); a comparison's runs begin with their phase and arm
+  (`tune · ssog · ode · #7 · s0`, `final · ssog · ode · s100`). No Ray id: that is TRIAL_ID.
+  Params: the trial as it ran (`study.run_trial`, `study.run_params`), dotted keys (`model.mixer`,
+  `model.width`, `data.resolution`, `train.seed`, ...), every value resolved (train.threads as run,
+  the recipe filled from the data set, model.layer_scale and model.pos_embed as the mixer and
+  regime chose them) and only the active mixer's and regime's settings (an SSoG run has no
+  `model.attention.*`): `vitscale train --from-run RUN_ID` rebuilds the trial from them.
+  CONSTANT_METRICS (`params`, `flops_per_image`) are params too, logged when the trial ends.
+  Metrics: every other epoch metric with step=epoch (not `epoch` itself, nor `did_not_train`: see
+  UNLOGGED_METRICS), and the final values (MLflow's latest value per key). A trial that ran all
+  its planned epochs also has `test_top1`, `test_top5`, `test_loss` (evaluated once, at the end;
+  never used to select). Readers take metrics through `run_values`, which also reads the
+  constants of runs that logged them as metrics (before they moved).
 - benchmark studies: one child run per configuration; params `bench.*`
   (mixer, regime, resolution, attention_backend, batch_size, mode, dtype, device, compile, width,
   depth, heads, patch_size, num_gaussians); metrics BENCH_METRICS; STATUS is FINISHED or FAILED
@@ -66,6 +80,30 @@ EXPERIMENT_KIND_TRAINING = "custom_model_development"
 
 STATUSES = ("FINISHED", "FAILED", "KILLED", "RUNNING")
 
+# What a trial reports every epoch although it never changes over the trial: logged once, as MLflow
+# params, when the trial ends (an ODE's flops_per_image follows its final validation NFE), so MLflow's
+# chart grid and parallel coordinates lead with what training changes. Runs logged before that hold
+# them as metrics; `run_values` reads either.
+CONSTANT_METRICS = ("params", "flops_per_image")
+# Reported to Tune but not logged as MLflow metrics: a metric's step is the epoch, and
+# did_not_train is the DID_NOT_TRAIN tag.
+UNLOGGED_METRICS = ("epoch", "did_not_train")
+# Logged with every epoch: the last step of its history is the last epoch MLflow holds.
+STEP_METRIC = "val_loss"
+
+# Run names: the separator, and the short forms of the keys they show most (the rest: leaf=value).
+NAME_SEP = " · "
+NAME_SHORT = {
+    "model.width": "w",
+    "model.depth": "d",
+    "model.heads": "h",
+    "model.patch_size": "p",
+    "model.ssog.num_gaussians": "K",
+    "data.resolution": "r",
+    "data.num_train": "n",
+    "train.epochs": "e",
+}
+
 BENCH_METRICS = (
     "images_per_second",
     "latency_ms",
@@ -97,3 +135,58 @@ def arm_display(tag: str, sep: str = " · ") -> str:
     """An ARM tag for people: 'model.mixer=ssog,model.regime=ode' -> 'ssog · ode' (CSVs keep the tag)."""
     values = parse_arm(tag)
     return sep.join(values.values()) if values else tag
+
+
+def run_name(
+    values: Mapping[str, Any],
+    seed: int | None = None,
+    *,
+    phase: str | None = None,
+    sample: int | None = None,
+) -> str:
+    """A child run's name, what differs first: `run_name({"model.mixer": "ssog", "model.regime":
+    "ode", "model.width": 64}, 1)` -> 'ssog · ode · w64 · s1'; with phase="tune", sample=7 and no
+    values -> 'tune · #7 · s1'. The only place names are spelled (trials, comparisons, benchmarks)."""
+    parts = [phase] if phase else []
+    parts += [name_part(key, value) for key, value in values.items()]
+    if sample is not None:
+        parts.append(f"#{sample}")
+    if seed is not None:
+        parts.append(f"s{seed}")
+    return NAME_SEP.join(parts) or "base"
+
+
+def name_part(key: str, value: Any) -> str:
+    """One value in a run name: 'w64' (NAME_SHORT), 'ssog' (a string), 'lr=0.003' (anything else)."""
+    if isinstance(value, list | tuple):
+        text = "+".join(map(str, value))
+    else:
+        text = f"{value:g}" if isinstance(value, float) else str(value)
+    if key in NAME_SHORT:
+        return f"{NAME_SHORT[key]}{text}"
+    if isinstance(value, str):
+        return text
+    return f"{key.rsplit('.', 1)[-1]}={text}"
+
+
+def constant_params(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The CONSTANT_METRICS of a trial's (last) result, as the params they are logged as."""
+    return {k: _plain(result[k]) for k in CONSTANT_METRICS if isinstance(result.get(k), int | float)}
+
+
+def _plain(value: float) -> int | float:
+    """12345.0 -> 12345 (a count reads as one), other values as they are."""
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def run_values(metrics: Mapping[str, float], params: Mapping[str, str]) -> dict[str, float]:
+    """A child run's final metrics with its CONSTANT_METRICS, read from its params (or, for runs
+    logged before they moved, from its metrics): what summaries and the analysis select on."""
+    out = dict(metrics)
+    for key in CONSTANT_METRICS:
+        if key not in out and key in params:
+            try:
+                out[key] = float(params[key])
+            except ValueError:
+                continue  # not a number: a foreign param of that name
+    return out

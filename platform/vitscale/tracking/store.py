@@ -268,6 +268,7 @@ def set_tags(client, run_id: str, tags: Mapping[str, Any]) -> None:
     client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
 
 
-def last_logged_step(client, run_id: str, key: str = "epoch") -> int:
+def last_logged_step(client, run_id: str, key: str = layout.STEP_METRIC) -> int:
+    """The last epoch MLflow holds of a run (-1: none), from a metric every epoch logs."""
     history = client.get_metric_history(run_id, key)
     return max((m.step for m in history), default=-1)

@@ -62,9 +62,14 @@ def mlflow_run_id(trial_id: str, timeout: float = 5.0) -> str | None:
         return run_id
 
 
+_NOT_METRICS = {*_TUNE_KEYS, "config", *layout.CONSTANT_METRICS, *layout.UNLOGGED_METRICS}
+
+
 def result_metrics(result: dict) -> dict:
-    """The MLflow metrics of one Tune result: everything but Tune's bookkeeping and the config."""
-    return {k: v for k, v in result.items() if k not in _TUNE_KEYS and k != "config"}
+    """The MLflow metrics of one Tune result: what changes over epochs. Not Tune's bookkeeping, the
+    config, the constants (logged as params at the end: `layout.constant_params`), the epoch (the
+    step) nor did_not_train (a tag)."""
+    return {k: v for k, v in result.items() if k not in _NOT_METRICS}
 
 
 def completion_tags(result: dict) -> tuple[dict[str, str], str]:
@@ -151,8 +156,8 @@ class MlflowStudyCallback(Callback):
                 self.parent_run_id,
                 self.study,
                 self.kind,
-                trial.trial_id,
-                run_name=f"{trial.trial_id} {description.run_name}",
+                trial.trial_id,  # a tag (TRIAL_ID), not part of the name
+                run_name=self.run_name(trial, description),
                 tags={**self.child_tags(), layout.CONFIG_KEY: description.config_key},
             )
             store.log_params(client, run_id, description.params)
@@ -167,6 +172,10 @@ class MlflowStudyCallback(Callback):
         self._runs[trial.trial_id] = run_id
         CHILD_RUNS[trial.trial_id] = (client, run_id)
         return run_id
+
+    def run_name(self, trial, description: TrialDescription) -> str:
+        """The child run's name (`layout.run_name`); a comparison phase prefixes phase and arm."""
+        return description.run_name
 
     def child_tags(self) -> dict[str, str]:
         if self.run_tags is None:
@@ -198,6 +207,7 @@ class MlflowStudyCallback(Callback):
         tags, status = completion_tags(result)
         client = self.queue_client([trial])
         store.set_tags(client, run_id, tags)
+        store.log_params(client, run_id, layout.constant_params(result))
         self.log_trial_files(trial, run_id, checkpoint=self.checkpoints == "all" and status == "FINISHED")
         if status == "FINISHED":
             for path in trial_artifacts.final_predictions(trial):
@@ -218,6 +228,7 @@ class MlflowStudyCallback(Callback):
                 layout.STOPPED_EARLY: "false",
             },
         )
+        store.log_params(client, run_id, layout.constant_params(trial.last_result or {}))
         self.log_trial_files(trial, run_id, checkpoint=False)
         client.set_terminated(run_id, "FAILED")
 

@@ -31,7 +31,7 @@ from vitscale.tracking.layout import DEFAULT_TRACKING_URI
 from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT
 from vitscale.train.checkpoint import CHECKPOINT_FILE, TrainState, load_checkpoint
 from vitscale.train.config import TrainConfig, TrialConfig, resolutions_problem
-from vitscale.train.from_mlflow import RUN_ID_PATTERN, download_checkpoint, unflatten_params
+from vitscale.train.from_mlflow import RUN_ID_PATTERN, download_checkpoint, section_params
 from vitscale.train.loop import save_predictions
 from vitscale.train.metrics import at_resolution
 from vitscale.train.resolution_eval import evaluate_at_resolutions
@@ -139,7 +139,7 @@ def _locate(source: str, uri: str, tmp: Path) -> tuple[Path, str | None, Any]:
 def _model_config(state: TrainState, params: dict[str, str], checkpoint: Path) -> ModelConfig:
     raw = state.model_config
     if raw is None and params:  # older checkpoints: the run's model.* params
-        raw = unflatten_params({k[6:]: v for k, v in params.items() if k.startswith("model.")})
+        raw = section_params(params, "model")
     if raw is None:
         raise UserError(
             f"{KEY}: {checkpoint} does not say what model it holds (a checkpoint older than its "
@@ -162,12 +162,8 @@ def _trial_config(
             f"{KEY}: {checkpoint} does not say what data it was trained on (no trial config in it, "
             f"no {TRIAL_FILE} beside it); evaluate the MLflow run that logged it instead"
         )
-    section = {
-        s: unflatten_params({k: v for k, v in params.items() if k.startswith(s + ".")})
-        for s in ("data", "train")
-    }
-    data = {k: v for k, v in section["data"].get("data", {}).items() if k in DataConfig.model_fields}
-    train = {k: v for k, v in section["train"].get("train", {}).items() if k in _EVAL_KEYS}
+    data = {k: v for k, v in section_params(params, "data").items() if k in DataConfig.model_fields}
+    train = {k: v for k, v in section_params(params, "train").items() if k in _EVAL_KEYS}
     return TrialConfig(
         model=model, data=DataConfig.model_validate(data), train=TrainConfig.model_validate(train)
     ).resolved()

@@ -1,5 +1,6 @@
-"""Checkpoints that MLflow runs logged: a distillation teacher's source made local, the best run of
-a study (`best_of`), and `load_from_mlflow` (the model a run logged, ready to use).
+"""What MLflow runs logged, read back: a distillation teacher's source made local, the best run of
+a study (`best_of`), `load_from_mlflow` (the model a run logged, ready to use) and
+`trial_from_run` (the trial a run logged, for `vitscale train --from-run`).
 
 `train.distill.teacher` names a checkpoint (a `checkpoint.pt` file or the folder holding it), an
 MLflow run (its id or `runs:/ID`: the run's `checkpoint/checkpoint.pt` artifact, as `vitscale
@@ -112,7 +113,7 @@ def download_checkpoint(
             local = client.download_artifacts(run_id, f"{CHECKPOINT_ARTIFACT}/{CHECKPOINT_FILE}", tmp)
         shutil.copyfile(local, target.with_suffix(".tmp"))
     target.with_suffix(".tmp").replace(target)
-    model = unflatten_params({k[6:]: v for k, v in run.data.params.items() if k.startswith("model.")})
+    model = section_params(run.data.params, "model")
     (target.parent / TEACHER_CONFIG_FILE).write_text(json.dumps(model, indent=2))
     return target
 
@@ -126,6 +127,7 @@ def parse_param(value: str) -> Any:
 
 
 def unflatten_params(params: dict[str, str]) -> dict[str, Any]:
+    """Dotted MLflow params -> nested values: {'ode.rtol': '0.001'} -> {'ode': {'rtol': 0.001}}."""
     out: dict[str, Any] = {}
     for key, value in params.items():
         node = out
@@ -134,6 +136,41 @@ def unflatten_params(params: dict[str, str]) -> dict[str, Any]:
             node = node.setdefault(part, {})
         node[leaf] = parse_param(value)
     return out
+
+
+def section_params(params: dict[str, str], section: str) -> dict[str, Any]:
+    """One section of a run's params, nested: section_params(params, "model") -> {'mixer': 'ssog',
+    'ssog': {'num_gaussians': 4}, ...} (the model a run logged, `model.*`)."""
+    prefix = section + "."
+    return unflatten_params({k.removeprefix(prefix): v for k, v in params.items() if k.startswith(prefix)})
+
+
+def trial_from_run(run_id: str, tracking_uri: str) -> dict[str, Any]:
+    """The trial a run logged (`model.*`, `data.*`, `train.*`), as the mapping a TrialConfig
+    validates: `vitscale train --from-run` reruns it. A study trial logs every value it ran with
+    (threads, recipe, resolved defaults), so the rerun reproduces its metrics on the same device."""
+    from mlflow.exceptions import MlflowException  # third-party, heavy: only where a run is read
+
+    key = "--from-run"
+    if not RUN_ID_PATTERN.match(run_id):
+        raise UserError(
+            f"{key}: {run_id!r} is not an MLflow run id (32 hex digits; `vitscale ui` lists them)"
+        )
+    client = _client(tracking_uri)
+    try:
+        params = client.get_run(run_id).data.params
+    except MlflowException:
+        raise UserError(
+            f"{key}: no MLflow run {run_id} at {tracking_uri}; check the id or pass the store it was "
+            "logged to with --tracking-uri"
+        ) from None
+    trial = {section: section_params(params, section) for section in ("model", "data", "train")}
+    if not trial["model"] or not trial["train"]:
+        raise UserError(
+            f"{key}: run {run_id} logged no trial (model.* and train.* params): pick a trial's run, "
+            "not a study's parent run or a benchmark"
+        )
+    return trial
 
 
 def resolve_best_of(ref: TeacherRef, tracking_uri: str, download_dir: Path) -> TeacherRef:
@@ -212,7 +249,7 @@ def load_from_mlflow(run_id: str, tracking_uri: str | None = None, map_location:
     config = state.model_config
     if config is None:  # older checkpoints: the run's model.* params
         params = client.get_run(run_id).data.params
-        config = unflatten_params({k[6:]: v for k, v in params.items() if k.startswith("model.")})
+        config = section_params(params, "model")
     model = build(ModelConfig.model_validate(config))
     model.load_state_dict(state.model)
     return model.eval()

@@ -5,7 +5,11 @@ STATIC_METRICS: they are measured on the training and validation splits. FINAL_M
 measured once on the test split, in the last epoch's report of a trial that ran all its
 planned epochs, and are only ever reported. `at_resolution` names a metric measured at another
 input resolution (`test_top1_at56`; MLflow refuses '@' in metric names): never selectable either.
+MLflow holds STATIC_METRICS as params and leaves `epoch` (its steps) and `did_not_train` (a tag)
+out of the metrics (`tracking.layout`); Tune sees every one of them.
 """
+
+from vitscale.tracking.layout import CONSTANT_METRICS
 
 EPOCH_METRICS = (
     "epoch",
@@ -22,7 +26,7 @@ EPOCH_METRICS = (
     "val_nfe_mean",  # ODE: mean vector-field evaluations per validation forward
     "peak_memory_mb",  # CUDA: peak allocated this epoch; CPU: the process's peak RSS so far
 )
-STATIC_METRICS = ("params", "flops_per_image")  # ODE flops_per_image: one field evaluation x val NFE
+STATIC_METRICS = CONSTANT_METRICS  # params, flops_per_image (ODE: one field evaluation x val NFE)
 SELECTABLE_METRICS = EPOCH_METRICS + STATIC_METRICS
 FINAL_METRICS = ("test_loss", "test_top1", "test_top5", "did_not_train")
 REPORTED_METRICS = SELECTABLE_METRICS

@@ -41,6 +41,14 @@ class PhaseCallback(MlflowStudyCallback):
             store.set_tags(self._writer(trial), run_id, tags)
         return run_id
 
+    def run_name(self, trial, description) -> str:
+        """'tune · ssog · ode · #7 · s0' (what the arm's search varies follows the arm), 'final ·
+        ssog · ode · s100' (a final run is its arm's tuned point: the arm names it)."""
+        arm = self.arm or {k: (trial.config.get("point") or {}).get(k) for k in self.arm_fields}
+        if self.phase != "tune":
+            return layout.run_name(arm, trial.config.get("seed"), phase=self.phase)
+        return layout.NAME_SEP.join([layout.run_name(arm, phase=self.phase), description.run_name])
+
     def _writer(self, trial):
         """The parent's MLflow writer: the durable queue where there is one, else the client."""
         queue_client = getattr(self, "queue_client", None)

@@ -25,12 +25,14 @@ class _Group:
     inner_id: str
     point: dict[str, Any]
     seeds_left: list[int]
+    number: int | None = None  # the Optuna trial's number: the `#7` of the runs' names
     trial_ids: list[str] = field(default_factory=list)
     results: dict[str, dict | None] = field(default_factory=dict)
 
 
 class ReplicatedSearcher(Searcher):
-    """Trial configs are `{"point": {dotted path: value}, "seed": int}`."""
+    """Trial configs are `{"point": {dotted path: value}, "seed": int, "sample": int}` (sample: the
+    Optuna trial number of the point, when Optuna keeps one)."""
 
     def __init__(
         self,
@@ -58,13 +60,22 @@ class ReplicatedSearcher(Searcher):
             sampled = self.inner.suggest(trial_id)
             if sampled is None or not isinstance(sampled, dict):
                 return sampled  # None (wait) or Searcher.FINISHED
-            self._open = _Group(inner_id=trial_id, point=dict(sampled["point"]), seeds_left=list(self.seeds))
+            optuna_trial = self._optuna_trial(trial_id)
+            self._open = _Group(
+                inner_id=trial_id,
+                point=dict(sampled["point"]),
+                seeds_left=list(self.seeds),
+                number=getattr(optuna_trial, "number", None),
+            )
             self._note(trial_id, seeds=self.seeds, completed_trials_seen=self._completed())
         group = self._open
         seed = group.seeds_left.pop(0)
         group.trial_ids.append(trial_id)
         self._groups[trial_id] = group
-        return {"point": dict(group.point), "seed": seed}
+        config = {"point": dict(group.point), "seed": seed}
+        if group.number is not None:
+            config["sample"] = group.number
+        return config
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:
         group = self._groups.get(trial_id)

@@ -100,6 +100,7 @@ def close_completed(client, execution, results) -> None:
             store.log_metrics(client, run_id, result_metrics(result), step=int(epoch))
         tags, status = completion_tags(result)
         store.set_tags(client, run_id, tags)
+        store.log_params(client, run_id, layout.constant_params(result))
         client.set_terminated(run_id, status)
 
 
@@ -126,7 +127,7 @@ def trial_row(run) -> TrialRow:
         status=tags.get(layout.STATUS, run.info.status),
         stopped_early=tags.get(layout.STOPPED_EARLY) == "true",
         failure_reason=tags.get(layout.FAILURE_REASON, ""),
-        metrics=dict(run.data.metrics),
+        metrics=layout.run_values(run.data.metrics, run.data.params),
         params=dict(run.data.params),
         config_key=tags.get(layout.CONFIG_KEY, ""),
         phase=tags.get(layout.PHASE, ""),

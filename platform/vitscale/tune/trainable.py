@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from vitscale.errors import TrialFailure
-from vitscale.study import resolve_trial
+from vitscale.study import run_trial
 from vitscale.tracking.trial_artifacts import epoch_line, trial_log
 from vitscale.tracking.tune_callback import (
     RESULT_FAILURE_MESSAGE,
@@ -53,9 +53,7 @@ def train_trial(config: dict[str, Any], spec) -> None:
     # Ray logs a line per checkpoint (one per epoch): a study of 1,000 trials would drown its status table.
     logging.getLogger("ray.train._internal.storage").setLevel(logging.WARNING)
     _quiet_closed_trial_logs()
-    trial = resolve_trial(spec, config["point"], config["seed"])
-    threads = max(1, int(spec.resources.cpu))
-    trial = trial.model_copy(update={"train": trial.train.model_copy(update={"threads": threads})})
+    trial = run_trial(spec, config["point"], config["seed"])  # as MLflow logs it (tune.tuner.describe_trial)
     extra = {
         RESULT_NODE_ID: ray.get_runtime_context().get_node_id(),
         RESULT_PLANNED_EPOCHS: trial.train.epochs,

@@ -12,9 +12,10 @@ from vitscale.study import (
     config_key,
     count_trials,
     describe_point,
-    flatten,
     grid_points,
     resolve_trial,
+    run_params,
+    run_trial,
     suggest_point,
 )
 from vitscale.tracking.tune_callback import MlflowStudyCallback, TrialDescription
@@ -37,14 +38,18 @@ def trainable_for(spec):
 
 
 def describe_trial(config: dict, spec) -> TrialDescription:
-    """Params, replicate group and a short name of a trial, for its MLflow child run."""
+    """Name, params and replicate group of a trial, for its MLflow child run: the trial as the
+    trainable runs it (`run_trial`), the active sections only (`run_params`). The replicate key
+    hashes the trial as resolved before (threads and unused sections included), so runs of one
+    configuration logged before and after keep one group."""
     if spec.kind == "benchmark":
         return describe_bench_trial(config, spec)
-    trial = resolve_trial(spec, config["point"], config["seed"])
+    point, seed = config["point"], config["seed"]
+    sample = config.get("sample") if spec.search.algorithm != "grid" else None
     return TrialDescription(
-        run_name=describe_point(config["point"], config["seed"]),
-        params=flatten(trial),
-        config_key=config_key(trial),
+        run_name=describe_point(point, seed, sample),
+        params=run_params(run_trial(spec, point, seed)),
+        config_key=config_key(resolve_trial(spec, point, seed)),
     )
 
 
