@@ -30,13 +30,13 @@ SSOG = {"model.mixer": "ssog", "model.regime": "discrete", "model.width": 64}
 
 
 def test_the_line_says_phase_counts_best_with_n_elapsed_and_eta():
-    best = ConfigMean("k", "ssog · discrete · width=64", 3, {"val_top1": 0.8614})
+    best = ConfigMean("k", "ssog · discrete · w64", 3, {"val_top1": 0.8614})
     snapshot = Snapshot(
         "fashion-scaling", "final", 37, 2, 0, 216, "val_top1", best, elapsed_s=724, eta_s=3480
     )
     assert snapshot.line() == (
         "[fashion-scaling] final  37/216 done · 2 running · 0 failed · best val_top1 0.861 (n=3) "
-        "ssog · discrete · width=64 · elapsed 12m04s · ETA 58m00s"
+        "ssog · discrete · w64 · elapsed 12m04s · ETA 58m00s"
     )
     empty = Snapshot("quickstart", "", 0, 2, 0, 18, "val_top1", None, elapsed_s=5)
     assert empty.line() == (
@@ -60,11 +60,11 @@ def test_best_is_the_seed_mean_not_one_lucky_seed_and_failures_and_early_stops_a
     ]
     snapshot, durations = snapshot_of_trials(trials, "s", "", 12, OBJECTIVE)
     assert (snapshot.done, snapshot.running, snapshot.failed) == (6, 1, 2)
-    assert snapshot.best.label == "ssog · discrete · width=64" and snapshot.best.n == 2
+    assert snapshot.best.label == "ssog · discrete · w64" and snapshot.best.n == 2
     assert snapshot.best.means["val_top1"] == pytest.approx(0.805)
     assert len(durations) == 8  # every ended trial, failures included
     line = snapshot.line()
-    assert "6/12 done · 1 running · 2 failed · best val_top1 0.805 (n=2) ssog · discrete · width=64" in line
+    assert "6/12 done · 1 running · 2 failed · best val_top1 0.805 (n=2) ssog · discrete · w64" in line
 
 
 def test_a_final_phase_names_its_best_by_arm():

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from vitscale.pareto import pareto_mask
+from vitscale.tracking import layout
 
 LABEL_WIDTH = 60  # characters of a configuration's name in one line of progress
 
@@ -45,18 +46,11 @@ class ConfigMean:
 
 
 def config_label(values: Mapping[str, Any], width: int = LABEL_WIDTH) -> str:
-    """A configuration for people, from the values that tell it apart: 'ssog · ode · width=64'
-    (names bare, numbers with the last part of their key; nested sections flattened)."""
-    parts = []
-    for key, value in _flat(values).items():
-        if value is None or value == "":
-            continue
-        if isinstance(value, str):
-            parts.append(value)
-        else:
-            shown = f"{value:.3g}" if isinstance(value, float) else str(value)
-            parts.append(f"{key.rsplit('.', 1)[-1]}={shown}")
-    text = " · ".join(parts) or "base"
+    """A configuration for people, named as its runs are (`layout.run_name` without the seed) from
+    the values that tell it apart: 'ssog · ode · w64'; nested sections flattened, unset values left
+    out, cut to `width` characters."""
+    shown = {k: v for k, v in _flat(values).items() if v is not None and v != ""}
+    text = layout.run_name(shown)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 

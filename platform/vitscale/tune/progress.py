@@ -1,6 +1,6 @@
 """A study's progress as one line per change of state, on every `study run` and `study resume`.
 
-    [fashion-scaling] final  37/216 done · 2 running · 0 failed · best val_top1 0.861 (n=3) ssog · discrete · width=64 · elapsed 12m04s · ETA 58m
+    [fashion-scaling] final  37/216 done · 2 running · 0 failed · best val_top1 0.861 (n=3) ssog · discrete · w64 · elapsed 12m04s · ETA 58m
 
 Ray's own status table (off unless `--verbose`) repeats a full table every few seconds and never
 names a comparison's phase or arm; this line does, once per change (a trial started, finished or
