@@ -52,6 +52,10 @@ def _package_of(path: Path) -> str:
     return "vitscale" if rel == ("__init__",) else rel[0]
 
 
+def _is_module(name: str) -> bool:
+    return (ROOT / name).is_dir() or (ROOT / f"{name}.py").is_file()
+
+
 def _imports(tree: ast.Module):
     """(line, imported package, nested) for every `vitscale` import of a module."""
     top = {id(node) for node in tree.body}
@@ -60,7 +64,10 @@ def _imports(tree: ast.Module):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             if node.module == "vitscale":  # from vitscale import data -> the data package
-                targets = [f"vitscale.{alias.name}" for alias in node.names]
+                # ... but `from vitscale import __version__` reads the package's own __init__
+                targets = [
+                    f"vitscale.{alias.name}" if _is_module(alias.name) else "vitscale" for alias in node.names
+                ]
             else:
                 targets = [node.module]
         else:

@@ -25,14 +25,13 @@ def execution_folder(target: str, storage: str | None) -> Path:
     """The execution folder `target` names: the folder itself (or one of its comparison phase
     folders, `.../<timestamp>/tune-0`), else the newest execution of a study name or YAML."""
     # Lazy: vitscale.tune imports Ray.
-    from vitscale.tune.run import locate_execution
-    from vitscale.tune.storage import STATE_FILE
+    from vitscale.tune import run
 
-    path = Path(target)
-    if path.is_dir() and ((path / STATE_FILE).is_file() or (path.parent / STATE_FILE).is_file()):
+    path, state = Path(target), run.STATE_FILE
+    if path.is_dir() and ((path / state).is_file() or (path.parent / state).is_file()):
         return path.resolve()
     found = study_file(target)
-    return locate_execution(str(found) if found else target, storage)
+    return run.locate_execution(str(found) if found else target, storage)
 
 
 def choose_study(target: str, storage: str | None, arm: str | None):
