@@ -27,7 +27,7 @@ from vitscale.errors import UserError
 from vitscale.study import count_trials
 from vitscale.study.comparison import arm_list, arm_study, arm_values, final_study
 from vitscale.tracking import layout, parent_summary, queued, store
-from vitscale.tune import optuna_study
+from vitscale.tune import optuna_study, signed_storage
 from vitscale.tune.phase_callback import PhaseCallback
 from vitscale.tune.progress import ProgressCallback
 from vitscale.tune.selection import choose
@@ -58,6 +58,7 @@ def _fit(execution, phase: str, phase_spec, callback, progress, search=None, ver
             trainable=trainable_for(phase_spec),
             resume_unfinished=True,
             resume_errored=True,
+            storage_filesystem=signed_storage.filesystem(),  # verified as read, signed as written
         )
     else:
         phase_execution = replace(execution, directory=directory, spec=phase_spec)

@@ -11,11 +11,13 @@ from __future__ import annotations
 import math
 import pickle
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ray.tune.search import Searcher
 
 from vitscale.tracking.tune_callback import RESULT_FAILURE_REASON, mlflow_run_id
+from vitscale.tune import state_digest
 
 
 @dataclass
@@ -135,12 +137,15 @@ class ReplicatedSearcher(Searcher):
         )
 
     def save(self, checkpoint_path: str) -> None:
+        """Into Tune's staging folder; Tune copies it to the execution folder through
+        `tune.signed_storage.filesystem()`, which signs it on the way."""
         with open(checkpoint_path, "wb") as fh:
             pickle.dump(self.__dict__, fh)
 
     def restore(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, "rb") as fh:
-            self.__dict__.update(pickle.load(fh))
+        """A pickle runs code: unpickled only once its execution's record vouches for it (see
+        tune.state_digest; Tune's staging copy was verified as it was copied there)."""
+        self.__dict__.update(pickle.loads(state_digest.read_verified(Path(checkpoint_path))))
 
 
 def _is_number(value: Any) -> bool:

@@ -22,7 +22,7 @@ from vitscale.errors import UserError
 from vitscale.study import StudySpec, count_trials, dump_spec, load_study, spec_hash
 from vitscale.tracking import parent_summary, queued, store
 from vitscale.train.from_mlflow import resolve_spec_teachers
-from vitscale.tune import cluster, jobs, optuna_study
+from vitscale.tune import cluster, jobs, optuna_study, signed_storage, state_digest
 from vitscale.tune import storage as storage_mod
 from vitscale.tune.comparison import borrowed_state, run_comparison, save_state
 from vitscale.tune.storage import LATEST_FILE, STATE_FILE
@@ -186,6 +186,7 @@ def resume_study(
     """Continue an execution whose driver died: finish exactly its planned trials."""
     directory = locate_execution(target, storage)
     execution = StudyExecution.load(directory)
+    state_digest.verify_folder(directory)  # before Tune unpickles anything in it
     store.check_tracking_uri(execution.tracking_uri)
     cluster.connect(address, num_cpus=num_cpus)
     cluster.preflight(execution.spec.resources.cpu, execution.spec.resources.gpu, allow_autoscale)
@@ -204,6 +205,7 @@ def resume_study(
             trainable=trainable_for(execution.spec),
             resume_unfinished=True,
             resume_errored=True,
+            storage_filesystem=signed_storage.filesystem(),  # verified as read, signed as written
         )
         summary = _fit_and_summarise(tuner, execution)
     # Nothing was left to run: the parent keeps the end time of the execution that finished it.

@@ -20,7 +20,7 @@ from vitscale.study import (
 )
 from vitscale.tracking.tune_callback import MlflowStudyCallback, TrialDescription
 from vitscale.tracking.wandb import wandb_callbacks
-from vitscale.tune import optuna_study
+from vitscale.tune import optuna_study, signed_storage
 from vitscale.tune.arm_asha import scheduler_for
 from vitscale.tune.progress import ProgressCallback
 from vitscale.tune.replicates import ReplicatedSearcher
@@ -157,6 +157,7 @@ def build_tuner(
         run_config=tune.RunConfig(
             name=execution.directory.name,
             storage_path=str(execution.directory.parent),
+            storage_filesystem=signed_storage.filesystem(),  # state files signed as Tune writes them
             failure_config=tune.FailureConfig(max_failures=spec.failure.max_failures),
             # The experiment snapshot a resume reads is taken every TUNE_GLOBAL_CHECKPOINT_S, so it
             # can name a checkpoint a few epochs old: keep that many, or a driver killed between two
