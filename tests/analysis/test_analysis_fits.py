@@ -205,6 +205,24 @@ def test_crossover_is_interpolated_in_log_space():
     status, x, lo, hi = crossover_point(res, adv)
     assert status == "crosses" and (lo, hi) == (224, 384)
     assert x == pytest.approx(math.sqrt(224 * 384))
-    assert crossover_point(res, np.array([-1.0, -0.5, -0.1]))[:2] == ("never", None)
+    assert crossover_point(res, np.array([-1.0, -0.5, -0.1]))[:2] == ("behind_throughout", None)
     assert crossover_point(res, np.array([0.1, 0.2, 0.3]))[0] == "ahead_throughout"
     assert crossover_point(res, np.array([-0.1, 0.0, 0.3]))[1] == pytest.approx(384.0)
+
+
+def test_a_crossover_or_a_lead_needs_a_margin():
+    res = np.array([224.0, 384.0, 512.0])
+    margin = np.full(3, 0.05)  # ±5 %: the repeats' spreads of both sides added
+    lead = np.log([1.0001, 1.02, 1.04])  # ahead by less than the margin everywhere
+    assert crossover_point(res, lead, margin)[0] == "tied_throughout"
+    assert crossover_point(res, lead)[0] == "ahead_throughout"  # what it read before margins
+    assert crossover_point(res, np.log([0.8, 1.01, 1.3]), margin)[:4] == (
+        "crosses",
+        pytest.approx(math.exp(np.interp(0.0, np.log([0.8, 1.01]), np.log([224, 384])))),
+        224,
+        512,
+    )
+    assert crossover_point(res, np.log([1.2, 1.0, 1.02]), margin)[0] == "ahead_or_tied"
+    assert crossover_point(res, np.log([1.2, 0.8, 1.02]), margin)[0] == "falls_behind"
+    assert crossover_point(res, np.log([1.2, 0.8, 1.2]), margin)[0] == "mixed"
+    assert crossover_point(res, lead, np.array([0.05, np.nan, 0.05]))[0] == "undecided"

@@ -129,11 +129,14 @@ def test_bench_crossovers_ratios_oom_and_cost_exponents(bench):
     r0 = bench_truth("ssog", "", "discrete", 224)[0] / bench_truth("attention", "sdpa", "discrete", 224)[0]
     r1 = bench_truth("ssog", "", "discrete", 384)[0] / bench_truth("attention", "sdpa", "discrete", 384)[0]
     t = math.log(r0) / (math.log(r0) - math.log(r1))
-    assert c.status == "crosses" and (c.below, c.above) == (224, 384)
+    assert c.status == "crosses" and (c.below, c.above) == (224, 384)  # 2 % behind at 224: beyond 1 %
+    assert c.verdicts == "224 behind · 384 ahead · 512 ahead · 768 ahead"
     assert c.resolution == pytest.approx(math.exp(math.log(224) + t * math.log(384 / 224)))
     assert cross[("discrete", "attention/math", "images_per_second")].status == "ahead_throughout"
     assert cross[("ode", "attention/math", "images_per_second")].largest == 512  # 768 went out of memory
     slopes = {(e["series"], e["regime"], e["quantity"], e["method"]): e["slope"] for e in res.cost_exponents}
+    assert len(slopes) == len(res.cost_exponents)  # one row per estimate: 4 resolutions, ols and local
+    assert {e["method"] for e in res.cost_exponents} == {"ols", "local"}
     assert slopes[("ssog", "discrete", "flops_per_image", "ols")] == pytest.approx(1.5)
     assert slopes[("attention/sdpa", "discrete", "flops_per_image", "ols")] == pytest.approx(2.0)
     # the mixer's own FLOPs, counted from each configuration (width 192, 3 heads, patch 16, K=4)

@@ -86,9 +86,15 @@ def test_a_sweep_prints_json_writes_parquet_and_logs_mlflow(tmp_path, capsys):
     [record] = json.loads(captured.out)
     assert record["status"] == "ok", record["error"]
     assert record["mixer"] == "ssog" and record["regime"] == "looped" and record["device"] == "cpu"
-    assert record["memory_kind"] == "process_peak_rss" and record["timing"] == "interleaved"
+    assert record["memory_kind"] == "rss_above_idle" and record["timing"] == "interleaved"
     assert record["repeats"] == 1 and len(record["latencies_ms"]) == 1
-    assert record["peak_memory_mb"] > record["baseline_memory_mb"] > 0
+    # the configuration's own peak: the whole worker's minus its idle peak before the model existed
+    assert record["process_peak_rss_mb"] == pytest.approx(
+        record["baseline_memory_mb"] + record["peak_memory_mb"]
+    )
+    assert 0 < record["peak_memory_mb"] < record["baseline_memory_mb"]
+    assert record["latency_spread"] is None  # one repeat: no spread, so no ratio can be called
+    assert record["cpu_wall_ratio"] > 0
     assert pq.read_table(out).num_rows == 1
     assert [json.loads(line) for line in lines.read_text().splitlines()] == [record]
     assert "vitscale analyze cli-bench" in captured.err.replace("\n", " ")
@@ -99,6 +105,7 @@ def test_a_sweep_prints_json_writes_parquet_and_logs_mlflow(tmp_path, capsys):
     [child] = client.search_runs([exp.experiment_id], f"tags.`{layout.ROLE}` = 'trial'")
     assert child.data.params["bench.device"] == "cpu" and child.data.params["bench.threads"] == "1"
     assert child.data.metrics["baseline_memory_mb"] == pytest.approx(record["baseline_memory_mb"])
+    assert child.data.metrics["cpu_wall_ratio"] == pytest.approx(record["cpu_wall_ratio"])
 
 
 def test_bad_study_name_fails_before_measuring(capsys):

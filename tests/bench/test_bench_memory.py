@@ -1,4 +1,4 @@
-"""CPU peak memory: one fresh subprocess per configuration, its own peak RSS, an idle baseline."""
+"""CPU peak memory: one fresh subprocess per configuration, its own peak RSS above its idle peak."""
 
 from __future__ import annotations
 
@@ -6,12 +6,13 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from vitscale.bench import isolate
 from vitscale.bench.memory import own_peak_rss_mb
 
 
-def test_a_bigger_activation_gives_a_bigger_peak_in_the_worker(tiny_config):
+def test_a_bigger_activation_gives_a_bigger_peak_above_the_idle_worker(tiny_config):
     # attention/math materialises batch x heads x 1025^2 floats: ~8 MB at batch 1, ~270 MB at 32
     config = tiny_config(
         mixers=["attention"], attention_backends=["math"], resolutions=[256], warmup=0, repeats=1
@@ -20,19 +21,23 @@ def test_a_bigger_activation_gives_a_bigger_peak_in_the_worker(tiny_config):
     small = isolate.run_isolated(config.model_copy(update={"batch_size": 1}), point)
     big = isolate.run_isolated(config.model_copy(update={"batch_size": 32}), point)
     assert small["status"] == big["status"] == "ok", (small["error"], big["error"])
-    assert small["memory_kind"] == big["memory_kind"] == "process_peak_rss"
+    assert small["memory_kind"] == big["memory_kind"] == "rss_above_idle"
     assert big["peak_memory_mb"] > small["peak_memory_mb"] + 150
-    idle = isolate.idle_baseline_mb(1)
-    assert 0 < idle < small["peak_memory_mb"]
+    for r in (small, big):  # the idle worker (python + torch, ~400 MB) is left out of the peak
+        assert r["peak_memory_mb"] == pytest.approx(r["process_peak_rss_mb"] - r["baseline_memory_mb"])
+        assert r["baseline_memory_mb"] > 50
+    assert small["peak_memory_mb"] < small["baseline_memory_mb"]
+    assert abs(small["baseline_memory_mb"] - big["baseline_memory_mb"]) < 50  # idle is idle
 
 
-def test_the_worker_does_not_inherit_its_parents_peak():
+def test_the_worker_does_not_inherit_its_parents_peak(tiny_config):
     # ru_maxrss carries a forked parent's high-water mark across exec; VmHWM does not.
     ballast = np.ones(600 * 2**20 // 8)  # 600 MB in this (the parent) process
     parent = own_peak_rss_mb()
-    isolate.idle_baseline_mb.cache_clear()
-    idle = isolate.idle_baseline_mb(1)
-    assert idle is not None and idle < parent - 400
+    config = tiny_config(mixers=["pooling"], warmup=0, repeats=1)
+    record = isolate.run_isolated(config, config.configurations()[0])
+    assert record["status"] == "ok", record["error"]
+    assert record["baseline_memory_mb"] < parent - 400
     del ballast
 
 

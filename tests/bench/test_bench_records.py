@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from vitscale.bench import records as rec
-from vitscale.bench.report import ratios, tables
+from vitscale.bench.report import footnotes, ratios, tables
 
 
 def _records(config):
@@ -25,10 +25,14 @@ def _records(config):
             cpu_ms=1000.0 / ips,
             peak_memory_mb=mem,
             baseline_memory_mb=300.0,
-            memory_kind="process_peak_rss",
+            process_peak_rss_mb=300.0 + mem,
+            memory_kind="rss_above_idle",
             flops_per_image=1e6,
             params=1000,
             latencies_ms=[1.0, 2.0],
+            latency_spread=0.02,
+            cpu_spread=0.01,
+            cpu_wall_ratio=0.97,
         )
         out.append(r)
     out[1].update(
@@ -72,8 +76,42 @@ def test_ratios_against_every_backend_and_failed_baselines(tiny_config):
     assert rows["attention/sdpa"]["throughput"] == pytest.approx(3.0)
     assert rows["attention/sdpa"]["throughput_cpu"] == pytest.approx(3.0)
     assert rows["attention/sdpa"]["memory"] == pytest.approx(380 / 400)
-    assert rows["attention/sdpa"]["memory_above_idle"] == pytest.approx(80 / 100)
+    assert rows["attention/sdpa"]["throughput_verdict"] == "ahead"
+    assert rows["attention/sdpa"]["throughput_margin"] == pytest.approx(0.04)  # both spreads added
+    assert rows["attention/sdpa"]["memory_verdict"] == "ahead"  # 5 % leaner, beyond the 1 % floor
     assert rows["attention/math"]["throughput"] is None  # the baseline ran out of memory
+    assert rows["attention/math"]["throughput_verdict"] == "undecided"
     [table] = tables(records)
     headers = [c.header for c in table.columns]
     assert table.row_count == 3 and {"thr ÷sdpa", "cpu-thr ÷math", "mem ÷math", "cpu ms"} <= set(headers)
+    assert "MB above idle" in headers and "peak MB" not in headers
+
+
+def test_a_ratio_within_the_repeat_spread_reads_tied(tiny_config):
+    records = _records(tiny_config())
+    ssog = records[2]
+    ssog.update(images_per_second=100.0 * 0.9999, latency_ms=20.002, cpu_ms=10.0, peak_memory_mb=400.0)
+    rows = {r["baseline"]: r for r in ratios(records)}
+    sdpa = rows["attention/sdpa"]
+    assert sdpa["throughput"] == pytest.approx(0.9999) and sdpa["throughput_verdict"] == "tied"
+    assert sdpa["memory_verdict"] == "tied" and sdpa["throughput_cpu_verdict"] == "tied"
+    ssog["images_per_second"] = 100.0 * 1.03  # beyond the 1 % floor, inside the 4 % of the spreads
+    assert {r["baseline"]: r for r in ratios(records)}["attention/sdpa"]["throughput_verdict"] == "tied"
+    ssog["images_per_second"] = 100.0 * 1.05
+    assert {r["baseline"]: r for r in ratios(records)}["attention/sdpa"]["throughput_verdict"] == "ahead"
+    ssog["latency_spread"] = None  # one repeat: nothing to judge a difference by
+    assert {r["baseline"]: r for r in ratios(records)}["attention/sdpa"]["throughput_verdict"] == "undecided"
+    [table] = tables(records)
+    cells = [str(c) for col in table.columns for c in col._cells]
+    assert "≈1.00×" in cells  # the memory tie, marked as one
+
+
+def test_contended_timings_are_starred_and_named(tiny_config):
+    records = _records(tiny_config())
+    records[2]["cpu_wall_ratio"] = 0.16  # 16.7 ms wall against 2.65 ms of CPU time
+    [table] = tables(records)
+    img_s = next(col for col in table.columns if col.header == "img/s")
+    assert [str(c) for c in img_s._cells][2].endswith("*") and not str(img_s._cells[0]).endswith("*")
+    notes = footnotes(records)
+    [note] = [n for n in notes if n.startswith("*: contended")]
+    assert "ssog discrete 16 (cpu/wall 0.16 of 1 thread)" in note and "1 of 2" in note

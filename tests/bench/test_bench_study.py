@@ -3,6 +3,7 @@ layout, and it runs on the in-process Ray with every configuration in MLflow."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -73,8 +74,8 @@ def test_the_smoke_study_runs_on_in_process_ray(tmp_path):
     saved = dict(os.environ)
     try:
         # One resolution, discrete and ODE (14 of its 42 configurations, every series): each
-        # benchmark configuration starts its own worker (a clean peak RSS), so the whole study
-        # costs CI ~4 minutes.
+        # benchmark configuration starts its own worker (a clean peak RSS) and reserves the node,
+        # so they run one after another: ~5 s each on an idle machine.
         smoke = load_study(SMOKE, ["benchmark.resolutions=[32]", "benchmark.regimes=[discrete, ode]"])
         run_study(smoke, tracking_uri=uri, storage=str(tmp_path / "results"), num_cpus=2, verbose=0)
     finally:
@@ -95,6 +96,17 @@ def test_the_smoke_study_runs_on_in_process_ray(tmp_path):
         assert child.data.metrics["images_per_second"] > 0 and child.data.metrics["peak_memory_mb"] > 0
         assert child.data.params["bench.device"] == "cpu"
         assert ("nfe" in child.data.metrics) == (child.data.params["model.regime"] == "ode")
+        assert child.data.metrics["cpu_wall_ratio"] > 0 and "latency_spread" in child.data.metrics
+    # One timing at a time on the node: each trial started after the one before it reported (Tune's
+    # `timestamp` is whole seconds, hence the second of slack). Two CPUs asked, threads stay 1.
+    spans = []
+    for result in (tmp_path / "results").rglob("result.json"):
+        r = json.loads(result.read_text().splitlines()[0])
+        spans.append((r["timestamp"] - r["time_total_s"], r["timestamp"]))
+    spans.sort()
+    assert len(spans) == 14
+    assert all(later[0] >= earlier[1] - 1 for earlier, later in zip(spans, spans[1:], strict=False))
+    assert {c.data.params["bench.threads"] for c in children} == {"1"}
 
     from vitscale.analysis.pipeline import analyze
 

@@ -55,6 +55,11 @@ def log_axis(axis, ticks: list[float] | None = None) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
+def footnote(fig: Figure, text: str) -> None:
+    """A small grey line under the axes: what the reader must know to read the marks (clipped bars)."""
+    fig.text(0.01, 0.0, text, fontsize=6, color="gray", va="top")
+
+
 def axes(title: str, xlabel: str, ylabel: str, logx: bool = False, logy: bool = False):
     """A figure with one titled, gridded axes; log axes get readable plain tick labels."""
     fig = Figure(figsize=(6.4, 4.6))  # fixed margins: constrained layout would double the draw time

@@ -3,9 +3,11 @@
 Three quantities, each labelled: total FLOPs per image (what today's tables show; its slope mixes
 the quadratic mixing term with the linear projections and MLPs, so it understates the mixer's
 exponent at small grids), the mixer's own FLOPs per layer (`mixing_flops`: ~N² for attention,
-~N^1.5 for SSoG) and measured seconds per image. Two estimates each: the OLS log–log slope over
-all resolutions (with a t interval from 3 points), and the local slope between the two largest
-resolutions, the regime the asymptotic exponent is about.
+~N^1.5 for SSoG) and measured seconds per image. With three or more token counts, two estimates
+each: the OLS log–log slope over all resolutions (with a t interval and r²), and the local slope
+between the two largest resolutions, the regime the asymptotic exponent is about. With two there is
+one row, `two_points`: the slope through them, which is both estimates at once and no fit (no
+interval, no r², which two points would give as 1.000 whatever they are).
 """
 
 from __future__ import annotations
@@ -22,11 +24,16 @@ QUANTITY_LABELS = {
     "mixing_flops": "mixer FLOPs / layer (mixing_flops)",
     "seconds_per_image": "seconds / image",
 }
-METHOD_LABELS = {"ols": "log–log OLS, all resolutions", "local": "local, two largest resolutions"}
+METHOD_LABELS = {
+    "ols": "log–log OLS, all resolutions",
+    "local": "local, two largest resolutions",
+    "two_points": "through the only two resolutions (no fit)",
+}
 
 
 def loglog_slope(x: np.ndarray, y: np.ndarray, level: float = 0.95) -> dict:
-    """OLS slope of log y on log x with its t-based CI (None with fewer than 3 points)."""
+    """OLS slope of log y on log x with its t-based CI and r² (both None with fewer than 3 points:
+    a line through two points fits them exactly, which says nothing)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
     lx, ly = np.log(x[ok]), np.log(y[ok])
@@ -34,10 +41,10 @@ def loglog_slope(x: np.ndarray, y: np.ndarray, level: float = 0.95) -> dict:
     if np.unique(lx).size < 2:
         return out
     res = stats.linregress(lx, ly)
-    out.update(slope=float(res.slope), intercept=float(res.intercept), r2=float(res.rvalue**2))
+    out.update(slope=float(res.slope), intercept=float(res.intercept))
     if out["n"] >= 3:
         half = float(stats.t.ppf(0.5 + level / 2, out["n"] - 2) * res.stderr)
-        out["ci"] = [out["slope"] - half, out["slope"] + half]
+        out.update(ci=[out["slope"] - half, out["slope"] + half], r2=float(res.rvalue**2))
     return out
 
 
@@ -56,8 +63,12 @@ def local_slope(x: np.ndarray, y: np.ndarray) -> dict:
     return out
 
 
+TWO_POINTS = (("two_points", local_slope),)
+
+
 def cost_exponents(agg: pa.Table) -> list[dict]:
-    """One row per series × regime × setting × quantity × method with ≥ 2 token counts."""
+    """One row per series × regime × setting × quantity × method with ≥ 2 token counts (methods
+    `ols` and `local` from 3 token counts, `two_points` alone with 2)."""
     tokens_col = "tokens_mean" if "tokens_mean" in agg.column_names else "tokens"
     if tokens_col not in agg.column_names or "n_used" not in agg.column_names:
         return []
@@ -70,8 +81,9 @@ def cost_exponents(agg: pa.Table) -> list[dict]:
     groups = {}
     for key in dict.fromkeys(rows):
         idx = np.array([i for i, r in enumerate(rows) if r == key and n_used[i] > 0], dtype=int)
-        if np.unique(tokens[idx][np.isfinite(tokens[idx])]).size >= 2:
-            groups[key] = idx
+        distinct = np.unique(tokens[idx][np.isfinite(tokens[idx])]).size
+        if distinct >= 2:
+            groups[key] = (idx, distinct)
     if not groups:
         return []
     quantities = {
@@ -82,12 +94,13 @@ def cost_exponents(agg: pa.Table) -> list[dict]:
         "seconds_per_image": 1.0 / as_float(agg.column(ips)) if ips else None,
     }
     out = []
-    for key, idx in groups.items():
+    for key, (idx, distinct) in groups.items():
         group = {k: (v if isinstance(v, str) else str(v)) for k, v in zip(keys, key, strict=True)}
+        methods = (("ols", loglog_slope), ("local", local_slope)) if distinct >= 3 else TWO_POINTS
         for name, vals in quantities.items():
             if vals is None:
                 continue
-            for method, estimate in (("ols", loglog_slope), ("local", local_slope)):
+            for method, estimate in methods:
                 fit = estimate(tokens[idx], vals[idx])
                 if fit["slope"] is not None:
                     out.append({**group, "quantity": name, "method": method, "x": "tokens", **fit})

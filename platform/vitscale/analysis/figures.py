@@ -1,7 +1,8 @@
 """Publication figures, headless: matplotlib's object API (no pyplot state, no display needed).
 
 Conventions across every figure: one colour per mixer, one marker per regime, line style per
-attention backend; error bars are the 95 % CI over seeds; the Pareto front is a black step line
+attention backend; error bars are the 95 % CI over seeds (cut at 0 and 100 % accuracy, which a
+footnote then says); a figure whose x axis takes one value is not drawn; the Pareto front is a black step line
 with hollow rings on its points; fitted curves are drawn over the points. PNG and SVG each.
 """
 
@@ -13,19 +14,22 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from vitscale.analysis.canvas import axes, log_axis, save
+from vitscale.analysis.canvas import axes, footnote, log_axis, save
 from vitscale.analysis.fields import as_float
 from vitscale.analysis.fits import PowerLawFit
 from vitscale.analysis.fronts import Front
 from vitscale.analysis.style import (
     BACKEND_STYLES,
+    CLIPPED_NOTE,
     LABELS,
     REGIME_STYLES,
     Style,
     bounded,
+    clipped,
     legend,
     style_for,
 )
+from vitscale.analysis.varies import varies, varies_within
 from vitscale.models.registry import mixer_order, regime_order
 
 
@@ -36,13 +40,18 @@ def _ci(col: np.ndarray, scale: float = 1.0) -> np.ndarray:
 def accuracy_figure(
     agg: pa.Table, x: str, front: Front | None, out_dir: Path, name: str, title: str, logx: bool = True
 ) -> list[Path]:
-    """Mean top-1 (%) with seed CIs against a cost; the front as a step line."""
+    """Mean top-1 (%) with seed CIs against a cost; the front as a step line. Not drawn when the
+    cost takes one value (every ODE configuration at the same NFE: one column of points)."""
     rows = agg.filter(pc.greater(agg.column("n_used"), 0))
     if x == "nfe_mean":
         rows = rows.filter(pc.equal(rows.column("regime"), "ode"))
+    if not varies(rows, f"{x}_mean"):
+        return []
     style = style_for(agg)
     fig, ax = axes(title, LABELS.get(x, x), LABELS["val_top1"], logx=logx)
-    _points(ax, rows, f"{x}_mean", "val_top1_mean", "val_top1_ci95", style, scale=100.0, bounds=(0.0, 100.0))
+    clipped = _points(
+        ax, rows, f"{x}_mean", "val_top1_mean", "val_top1_ci95", style, scale=100.0, bounds=(0.0, 100.0)
+    )
     if front is not None and front.table.num_rows:
         fx, fy = (
             as_float(front.table.column(f"{x}_mean")),
@@ -51,6 +60,8 @@ def accuracy_figure(
         ax.step(fx, fy, where="post", color="black", lw=1.2, alpha=0.7, zorder=1, label="Pareto front")
         ax.scatter(fx, fy, s=140, facecolors="none", edgecolors="black", lw=1.2, zorder=4)
     legend(ax)
+    if clipped:
+        footnote(fig, CLIPPED_NOTE)
     return save(fig, out_dir, name)
 
 
@@ -64,7 +75,9 @@ def _points(
     scale: float = 1.0,
     transform=None,
     bounds: tuple[float, float] | None = None,
-) -> None:
+) -> bool:
+    """Error bars per mixer x regime; True when `bounds` cut any of them."""
+    cut = False
     mixers, regimes = rows.column("mixer").to_pylist(), rows.column("regime").to_pylist()
     xs, ys = as_float(rows.column(xcol)), as_float(rows.column(ycol))
     ci = as_float(rows.column(cicol)) if cicol and cicol in rows.column_names else np.full(xs.size, np.nan)
@@ -75,12 +88,13 @@ def _points(
             idx = [i for i in range(rows.num_rows) if mixers[i] == mixer and regimes[i] == regime]
             if not idx:
                 continue
+            half = _ci(ci[idx], scale)
+            if bounds is not None:
+                cut |= clipped(ys[idx] * scale, half, *bounds)
             ax.errorbar(
                 xs[idx],
                 ys[idx] * scale,
-                yerr=_ci(ci[idx], scale)
-                if bounds is None
-                else bounded(ys[idx] * scale, _ci(ci[idx], scale), *bounds),
+                yerr=half if bounds is None else bounded(ys[idx] * scale, half, *bounds),
                 ls="none",
                 ms=6,
                 capsize=3,
@@ -88,13 +102,17 @@ def _points(
                 zorder=3,
                 **style.of(mixer, regime),
             )
+    return cut
 
 
 def error_figure(
     agg: pa.Table, fits: list[PowerLawFit], out_dir: Path, name: str = "error_vs_params"
 ) -> list[Path]:
-    """Top-1 error (%) vs params, log-log, with each mixer x regime's fitted a·P^-b + c."""
+    """Top-1 error (%) vs params, log-log, with each mixer x regime's fitted a·P^-b + c. Not drawn
+    when no mixer x regime ran at two sizes (a study with one width: no scaling to show)."""
     rows = agg.filter(pc.greater(agg.column("n_used"), 0))
+    if not varies_within(rows, "params_mean"):
+        return []
     style = style_for(agg)
     fig, ax = axes(
         "Scaling: error vs parameters", LABELS["params"], "validation top-1 error (%)", logx=True, logy=True
@@ -138,8 +156,11 @@ def error_figure(
 def resolution_figure(
     agg: pa.Table, metric: str, front: Front | None, crossings: list, out_dir: Path, name: str, title: str
 ) -> list[Path]:
-    """A benchmark metric vs resolution, one line per series x regime (x setting), log-log."""
+    """A benchmark metric vs resolution, one line per series x regime (x setting), log-log; not
+    drawn for a single resolution."""
     rows = agg.filter(pc.greater(agg.column("n_used"), 0))
+    if not varies(rows, "resolution"):
+        return []
     style = style_for(agg)
     fig, ax = axes(title, LABELS["resolution"], LABELS[metric], logx=True, logy=True)
     keys = list(
@@ -230,7 +251,7 @@ def cost_figure(
         1.0 / as_float(rows.column(ips)),
     )
     for e in exponents:
-        if e["quantity"] != "seconds_per_image" or e.get("method", "ols") != "ols":
+        if e["quantity"] != "seconds_per_image" or e.get("method", "ols") not in ("ols", "two_points"):
             continue
         idx = [i for i in range(rows.num_rows) if series[i] == e["series"] and regimes[i] == e["regime"]]
         st = style.of(mixers[idx[0]], e["regime"])
@@ -243,7 +264,8 @@ def cost_figure(
             color=st["color"],
             lw=1,
             ls=BACKEND_STYLES.get(backend, "-"),
-            label=f"{e['series']} · {e['regime']}: slope {e['slope']:.2f}",
+            label=f"{e['series']} · {e['regime']}: slope {e['slope']:.2f}"
+            + (" (2 points, no fit)" if e.get("method") == "two_points" else ""),
         )
     legend(ax)
     return save(fig, out_dir, name)

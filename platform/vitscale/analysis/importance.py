@@ -20,10 +20,10 @@ import csv
 import math
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 
 from vitscale.analysis.canvas import axes, save
+from vitscale.analysis.parallel import parallel_coordinates
 from vitscale.analysis.style import SPARE_COLORS, legend
 from vitscale.models.registry import mixer_order, regime_order
 from vitscale.tracking.layout import arm_display, arm_key
@@ -199,39 +199,17 @@ def importance_figure(groups: list[dict], out_dir: Path, metric: str) -> list[Pa
 def parallel_figure(
     runs: pa.Table, keys: list[str], members: dict[int, str], out_dir: Path, metric: str
 ) -> list[Path]:
-    """One line per finished run of `members` (row -> arm) across the searched parameters (each
-    axis scaled to [0, 1]; categories at even spacing), coloured by the objective. With several
-    arms the arm is the first axis, so a difference between arms shows as the arm's."""
-    from matplotlib import colormaps
-
+    """One line per finished run of `members` (row -> arm) across the searched parameters, coloured
+    by the objective (`analysis.parallel`: labelled axes, a colour bar). With several arms the arm
+    is the first axis, so a difference between arms shows as the arm's."""
     found = _rows(runs, keys, metric, list(members))
     if not found or not keys:
         return []
-    several = len(set(members.values())) > 1
-    columns = [[arm_display(members[r["row"]]) for r in found]] if several else []
-    columns += [[r["params"][k] for r in found] for k in keys]
-    axes_values = []
-    for raw in columns:
-        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in raw if v is not None):
-            nums = np.array([np.nan if v is None else float(v) for v in raw])
-            if np.nanmin(nums) > 0 and np.nanmax(nums) / np.nanmin(nums) > 20:
-                nums = np.log10(nums)
-            lo, hi = np.nanmin(nums), np.nanmax(nums)
-            axes_values.append((nums - lo) / (hi - lo) if hi > lo else np.full(len(nums), 0.5))
-        else:
-            cats = sorted({str(v) for v in raw}, key=str)
-            pos = {c: i / max(len(cats) - 1, 1) for i, c in enumerate(cats)}
-            axes_values.append(np.array([pos[str(v)] for v in raw]))
-    values = np.array([r["value"] for r in found])
-    norm = (values - values.min()) / (np.ptp(values) or 1.0)
-    fig, ax = axes(f"Parallel coordinates, coloured by {metric}", "", "scaled value")
-    cmap = colormaps["viridis"]
-    names = (["arm"] if several else []) + keys
-    xs = np.arange(len(names) + 1)
-    for i in np.argsort(norm):
-        ys = [a[i] for a in axes_values] + [norm[i]]
-        ax.plot(xs, ys, color=cmap(norm[i]), alpha=0.7, lw=1)
-    ax.set_xticks(xs, [*names, metric], rotation=20, ha="right")
+    columns = {}
+    if len(set(members.values())) > 1:
+        columns["arm"] = [arm_display(members[r["row"]]) for r in found]
+    columns.update({k: [r["params"][k] for r in found] for k in keys})
+    fig = parallel_coordinates(columns, [r["value"] for r in found], metric)
     return save(fig, out_dir, "parallel_coordinates")
 
 

@@ -22,6 +22,7 @@ from vitscale.analysis.report_bench import bench_sections
 from vitscale.analysis.report_compute import compute_section
 from vitscale.analysis.report_resolution import resolution_section
 from vitscale.analysis.result import AnalysisResult
+from vitscale.analysis.varies import distinct_values
 from vitscale.models.registry import BASELINE, CANDIDATE, regime_order
 from vitscale.tracking.layout import arm_display
 
@@ -31,6 +32,17 @@ KIND_NAMES = {"train": "Training", "benchmark": "Benchmark", "comparison": "Comp
 def header_lines(res: AnalysisResult) -> list[str]:
     c = res.counts()
     parents = ", ".join(f"`{p}`" for p in res.parent_run_ids) or "—"
+    if res.kind == "benchmark":  # nothing trains, stops early or is scored as chance here
+        return [
+            f"# {res.study}: analysis",
+            "",
+            f"Benchmark study · {c['runs']} trial runs: {c['used']} measured, {c['failed']} failed, "
+            f"{c['killed']} killed, {c['other']} other · parent run(s): {parents}",
+            "",
+            "Statistics use the configurations that were measured (status FINISHED); failed and killed "
+            "trials are counted beside them. `±` is the 95 % Student-t interval over seeds.",
+            "",
+        ]
     return [
         f"# {res.study}: analysis",
         "",
@@ -147,9 +159,14 @@ def configurations_table(res: AnalysisResult) -> list[str]:
 
 
 def fronts_section(res: AnalysisResult) -> list[str]:
-    out = ["## Pareto fronts", ""]
+    """Each training front as a table; a front whose cost takes one value is one line instead."""
+    out, flat = ["## Pareto fronts", ""], []
     for f in res.fronts:
         if res.kind == "benchmark":
+            continue
+        values = distinct_values(res.aggregates, f"{f.x}_mean")
+        if len(values) < 2:
+            flat.append(f"{f.x} ({', '.join(num(v, 3) for v in values) or 'none'})")
             continue
         out += [f"### {f.y} vs {f.x} ([pareto_{f.name}.csv](pareto_{f.name}.csv))", ""]
         t = f.table
@@ -168,6 +185,8 @@ def fronts_section(res: AnalysisResult) -> list[str]:
             for i in range(t.num_rows)
         ]
         out += table(["mixer", "regime", "width", f.x, "top-1 (%)", *res.settings], rows)
+    if flat:
+        out += [f"Not shown: val_top1 against {' and '.join(flat)}, one value for every configuration.", ""]
     return out if len(out) > 2 else []
 
 
@@ -176,6 +195,8 @@ def fits_section(res: AnalysisResult) -> list[str]:
     resampled, and whether the floor c lies below every observation (extrapolated)."""
     if not res.fits:
         return []
+    if all(f.status != "ok" and f.n_distinct < 2 for f in res.fits):  # size never varies: no law
+        return ["No scaling-law fit: every mixer × regime ran at one size.", ""]
     rows, notes, unresampled = [], [], {}
     for f in res.fits:
         g = f"{f.group['mixer']} · {f.group['regime']}"
@@ -253,17 +274,11 @@ def exponents_section(res: AnalysisResult) -> list[str]:
     ]
 
 
-def failures_section(res: AnalysisResult, limit: int = 100) -> list[str]:
-    """Every trial left out of the statistics, and every did-not-train trial (up to `limit` rows;
-    runs.parquet has them all)."""
-    t = res.runs
-    dnt = pc.fill_null(t.column("did_not_train"), False) if "did_not_train" in t.column_names else None
-    keep = pc.invert(t.column("used")) if dnt is None else pc.or_(pc.invert(t.column("used")), dnt)
-    bad = t.filter(keep)
-    out = ["## Failed, stopped-early and did-not-train trials", ""]
-    if not bad.num_rows:
-        return out + ["None: every trial finished its schedule and trained.", ""]
-    cols = {
+# Per study kind: the section's title, its line when nothing is listed, and its columns.
+TRAIN_FAILURES = (
+    "Failed, stopped-early and did-not-train trials",
+    "None: every trial finished its schedule and trained.",
+    {
         "trial_id": "trial",
         "mixer": "mixer",
         "regime": "regime",
@@ -274,7 +289,37 @@ def failures_section(res: AnalysisResult, limit: int = 100) -> list[str]:
         "stopped_early": "stopped early",
         "did_not_train": "did not train",
         "failure_reason": "reason",
-    }
+    },
+)
+FAILURE_TABLES = {  # a benchmark neither trains nor stops early: nothing of that in its report
+    "benchmark": (
+        "Failed trials",
+        "None: every configuration was measured.",
+        {
+            "trial_id": "trial",
+            "series": "series",
+            "regime": "regime",
+            "resolution": "resolution",
+            "seed": "seed",
+            "status": "status",
+            "failure_reason": "reason",
+        },
+    ),
+}
+
+
+def failures_section(res: AnalysisResult, limit: int = 100) -> list[str]:
+    """Every trial left out of the statistics, and every did-not-train trial (up to `limit` rows;
+    runs.parquet has them all)."""
+    title, none, cols = FAILURE_TABLES.get(res.kind, TRAIN_FAILURES)
+    t = res.runs
+    keep = pc.invert(t.column("used"))
+    if "did_not_train" in cols and "did_not_train" in t.column_names:
+        keep = pc.or_(keep, pc.fill_null(t.column("did_not_train"), False))
+    bad = t.filter(keep)
+    out = [f"## {title}", ""]
+    if not bad.num_rows:
+        return out + [none, ""]
     rows = [
         [num(bad.column(c)[i].as_py()) if bad.column(c)[i].as_py() is not None else "—" for c in cols]
         for i in range(min(bad.num_rows, limit))

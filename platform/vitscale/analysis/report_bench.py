@@ -8,6 +8,8 @@ import numpy as np
 from vitscale.analysis.fields import as_float
 from vitscale.analysis.markdown import num, table
 from vitscale.analysis.result import AnalysisResult, series_order
+from vitscale.bench.contention import CONTENDED_ABOVE, CONTENDED_BELOW, is_contended
+from vitscale.bench.margin import MIN_MARGIN
 from vitscale.errors import is_out_of_memory
 from vitscale.models.registry import BASELINE, regime_order
 
@@ -33,12 +35,25 @@ def measurement_tables(res: AnalysisResult) -> list[str]:
     names = series_order(series)
     bases = [s for s in names if str(s).startswith(BASELINE)]
     cands = [s for s in names if not str(s).startswith(BASELINE)]
-    unit = {"images_per_second": "img/s", "peak_memory_mb": "MB"}
+    above_idle = "process_peak_rss_mb_mean" in agg.column_names
+    unit = {"images_per_second": "img/s", "peak_memory_mb": "MB above idle" if above_idle else "MB"}
+    contended = (
+        [is_contended(r) for r in as_float(agg.column("cpu_wall_ratio_mean"))]
+        if "cpu_wall_ratio_mean" in agg.column_names
+        else [False] * agg.num_rows
+    )
+    memory = (
+        "peak memory in MB above the idle worker (CPU: the worker's peak RSS minus its peak before "
+        "the model was built; CUDA: max allocated)"
+        if above_idle
+        else "peak memory in MB"
+    )
     out = [
         "## Throughput and peak memory by regime and resolution",
         "",
-        "Throughput in images/s and peak memory in MB (mean ± 95 % CI over repeats where there are several); "
-        "ratios are candidate / baseline measured in the same sweep (`oom`: out of memory).",
+        f"Throughput in images/s and {memory} (mean ± 95 % CI over seeds where there are several); "
+        "ratios are candidate / baseline measured in the same sweep (`oom`: out of memory)"
+        + ("; `*`: a contended timing (see *Contended timings*)." if any(contended) else "."),
         "",
     ]
     for setting in dict.fromkeys(settings):
@@ -70,7 +85,8 @@ def measurement_tables(res: AnalysisResult) -> list[str]:
                                 "oom" if is_out_of_memory(reasons[i]) or "memory" in reasons[i] else "failed"
                             )
                         else:
-                            row.append(_value(*(v[i] for v in vals[m])))
+                            mark = "*" if m == "images_per_second" and contended[i] else ""
+                            row.append(_value(*(v[i] for v in vals[m])) + mark)
                 for c in cands:
                     for b in bases:
                         for m in metrics:
@@ -94,20 +110,32 @@ def measurement_tables(res: AnalysisResult) -> list[str]:
     return out
 
 
+STATUS_WORDS = {
+    "ahead_throughout": "ahead at every resolution",
+    "behind_throughout": "behind at every resolution",
+    "tied_throughout": "tied at every resolution",
+    "ahead_or_tied": "ahead or tied, never behind",
+    "behind_or_tied": "behind or tied, never ahead",
+    "falls_behind": "ahead at first, then behind",
+    "mixed": "back and forth",
+    "undecided": "undecided (no spread to judge by)",
+    "no_common_resolution": "no common resolution",
+}
+
+
+def _largest(c) -> str:
+    if not c.ratio_at_largest:
+        return "—"
+    margin = f" ±{100 * c.margin_at_largest:.0f} %" if c.margin_at_largest is not None else ""
+    return f"{c.ratio_at_largest:.2f}×{margin} at {c.largest}"
+
+
 def crossover_section(res: AnalysisResult) -> list[str]:
     if not res.crossovers:
         return []
     rows = []
     for c in res.crossovers:
-        where = (
-            f"{c.resolution:.0f} px"
-            if c.resolution
-            else {
-                "ahead_throughout": "ahead at every resolution",
-                "falls_behind": "ahead at first, not throughout",
-                "never": "never",
-            }.get(c.status, c.status)
-        )
+        where = f"{c.resolution:.0f} px" if c.resolution else STATUS_WORDS.get(c.status, c.status)
         between = f"{c.below}–{c.above}" if c.below else "—"
         rows.append(
             [
@@ -118,14 +146,20 @@ def crossover_section(res: AnalysisResult) -> list[str]:
                 {"images_per_second": "throughput", "peak_memory_mb": "peak memory"}.get(c.metric, c.metric),
                 where,
                 between,
-                f"{c.ratio_at_largest:.2f}× at {c.largest}" if c.ratio_at_largest else "—",
+                _largest(c),
+                c.verdicts or "—",
             ]
         )
     return [
         "## Crossover resolutions",
         "",
-        "Where the candidate overtakes the baseline: log-space interpolation between the two measured "
-        "resolutions around the sign change of log(ratio) ([crossovers.csv](crossovers.csv)).",
+        "At each resolution the candidate is *ahead* or *behind* only where candidate / baseline "
+        "differs from 1 by more than the margin (±): both sides' spreads added — the timed repeats' "
+        "interquartile range over their median, or the 95 % interval over seeds where that is wider — "
+        f"and at least {MIN_MARGIN:.0%}; within it the two are *tied*, and a side with no spread (one "
+        "repeat, one seed) leaves it *undecided*. A crossover is where the candidate turns from behind "
+        "to ahead, interpolated in log space around the sign change of log(ratio) "
+        "([crossovers.csv](crossovers.csv)).",
         "",
         *table(
             [
@@ -137,6 +171,7 @@ def crossover_section(res: AnalysisResult) -> list[str]:
                 "crossover",
                 "between",
                 "ratio at largest",
+                "per resolution",
             ],
             rows,
         ),
@@ -185,5 +220,44 @@ def bench_fronts_section(res: AnalysisResult) -> list[str]:
     ]
 
 
+def contention_section(res: AnalysisResult) -> list[str]:
+    """Which CPU timings shared their cores: CPU time far from wall × threads (bench.contention)."""
+    t = res.runs
+    if "cpu_wall_ratio" not in t.column_names:
+        return []
+    ratio = as_float(t.column("cpu_wall_ratio"))
+    measured = [i for i in range(t.num_rows) if np.isfinite(ratio[i])]
+    if not measured:
+        return []
+    seeds = t.column("seed").to_pylist()
+    several = len(set(seeds)) > 1
+    names = [
+        f"{t.column('series')[i].as_py()} {t.column('regime')[i].as_py()} "
+        f"{num(t.column('resolution')[i].as_py())}" + (f" s{seeds[i]}" if several else "")
+        for i in range(t.num_rows)
+    ]
+    flagged = [i for i in measured if is_contended(float(ratio[i]))]
+    span = f"{min(ratio[measured]):.2f}–{max(ratio[measured]):.2f}"
+    rule = (
+        "CPU time over the timed iterations ÷ (wall time × threads), 1 when every thread ran "
+        f"throughout; outside {CONTENDED_BELOW:g}–{CONTENDED_ABOVE:g} a timing shared its cores"
+    )
+    out = ["## Contended timings", ""]
+    if not flagged:
+        return out + [
+            f"None: all {len(measured)} CPU timings kept their threads busy ({rule}; here {span}).",
+            "",
+        ]
+    listed = ", ".join(f"{names[i]} ({ratio[i]:.2f})" for i in flagged)
+    return out + [
+        f"{len(flagged)} of {len(measured)} CPU timings were contended ({rule}; here {span}): their "
+        "wall-clock images/s include time spent waiting for a core, so ratios that involve them are "
+        f"not the mixers' own. {listed}.",
+        "",
+    ]
+
+
 def bench_sections(res: AnalysisResult) -> list[str]:
-    return measurement_tables(res) + crossover_section(res) + bench_fronts_section(res)
+    return (
+        measurement_tables(res) + contention_section(res) + crossover_section(res) + bench_fronts_section(res)
+    )

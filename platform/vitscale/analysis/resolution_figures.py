@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from vitscale.analysis.canvas import axes, log_axis, save
+from vitscale.analysis.canvas import axes, footnote, log_axis, save
 from vitscale.analysis.resolution import ResolutionPoint
-from vitscale.analysis.style import LABELS, Style, bounded, legend
+from vitscale.analysis.style import CLIPPED_NOTE, LABELS, Style, bounded, clipped, legend
 
 TRAINED_STYLES = ("-", "--", ":", "-.")
 
@@ -44,11 +44,13 @@ def accuracy_vs_resolution_figure(points: list[ResolutionPoint], out_dir: Path, 
     arms = _by_arm(points)
     sides = sorted({p.resolution for p in points})
     step = 0.012 * (sides[-1] - sides[0] or sides[0])
+    cut = False
     for k, ps in enumerate(arms.values()):
         nudge = (k - (len(arms) - 1) / 2) * step
         x = np.array([p.resolution for p in ps], dtype=float) + nudge
         y = np.array([100 * p.test[0] for p in ps])
         half = np.nan_to_num(np.array([100 * p.test[1] for p in ps]))
+        cut |= clipped(y, half, 0.0, 100.0)
         ax.errorbar(
             x,
             y,
@@ -62,6 +64,8 @@ def accuracy_vs_resolution_figure(points: list[ResolutionPoint], out_dir: Path, 
         )
     ax.set_xticks(sides)
     legend(ax, beside=True)
+    if cut:
+        footnote(fig, CLIPPED_NOTE)
     return save(fig, out_dir, "accuracy_vs_resolution")
 
 

@@ -53,10 +53,20 @@ def style_for(table: pa.Table) -> Style:
     return Style(table.column("mixer").to_pylist(), table.column("regime").to_pylist())
 
 
+CLIPPED_NOTE = "error bars: 95 % t-interval over seeds, cut where it passes 0 or 100 %"
+
+
 def bounded(ys: np.ndarray, half: np.ndarray, low: float, high: float) -> np.ndarray:
     """(2, n) error bars cut at the quantity's range: a t-interval from 3 seeds can reach past 100 %
-    accuracy, which no run can; the bar stops at the bound instead of drawing the impossible."""
+    accuracy, which no run can; the bar stops at the bound instead of drawing the impossible (and
+    the figure says so: `clipped`, CLIPPED_NOTE)."""
     return np.vstack([np.minimum(half, np.maximum(ys - low, 0)), np.minimum(half, np.maximum(high - ys, 0))])
+
+
+def clipped(ys: np.ndarray, half: np.ndarray, low: float, high: float) -> bool:
+    """Whether `bounded` cuts any of these bars."""
+    ok = np.isfinite(ys) & np.isfinite(half)
+    return bool(np.any((ys[ok] - half[ok] < low) | (ys[ok] + half[ok] > high)))
 
 
 def legend(ax, beside: bool = False) -> None:

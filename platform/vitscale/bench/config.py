@@ -67,6 +67,13 @@ class BenchmarkConfig(BaseModel):
     threads: int | None = Field(
         None, ge=1, description="CPU intra-op threads (torch.set_num_threads); default: torch's choice"
     )
+    reserve_node: bool | None = Field(
+        None,
+        description="benchmark studies: each trial reserves every CPU of a node, so timings run one "
+        "at a time per node and never share cores (threads stay resources.cpu); default: on when "
+        "timing on the CPU (device cpu, or resources.gpu 0), off on GPUs, where each trial holds its "
+        "own GPU; false: trials as resources asks (faster, contended on CPU)",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -18,7 +18,15 @@ from typing import Any
 from vitscale.bench.records import flat_model, series
 from vitscale.tracking.layout import BENCH_METRICS
 
-EXTRA_METRICS = ("baseline_memory_mb", "cpu_ms")
+# Beside BENCH_METRICS: the idle peak and whole-process peak (CPU), CPU time, the repeats' spread
+# (what a ratio must beat: bench.margin) and CPU time over wall × threads (bench.contention).
+EXTRA_METRICS = (
+    "baseline_memory_mb",
+    "process_peak_rss_mb",
+    "cpu_ms",
+    "latency_spread",
+    "cpu_wall_ratio",
+)
 
 
 def bench_params(config, point: Mapping[str, Any], seed: int | None = None) -> dict[str, Any]:
@@ -51,7 +59,7 @@ def run_name(point: Mapping[str, Any], seed: int) -> str:
 
 
 def bench_metrics(record: Mapping[str, Any]) -> dict[str, float]:
-    """BENCH_METRICS (+ the idle baseline) that the record has; missing and non-finite ones left out."""
+    """BENCH_METRICS and EXTRA_METRICS that the record has; missing and non-finite ones left out."""
     out = {}
     for key in (*BENCH_METRICS, *EXTRA_METRICS):
         value = record.get(key)

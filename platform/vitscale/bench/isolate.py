@@ -1,7 +1,8 @@
 """Run one configuration in its own subprocess (`python -m vitscale.bench.worker`).
 
 Why a subprocess and not multiprocessing: it needs no picklable __main__ (it works the same
-from the CLI, pytest and a Ray worker), and the child's peak RSS is the configuration's own.
+from the CLI, pytest and a Ray worker), and the child's peak RSS is the configuration's own (above
+the child's own idle peak, read before it builds the model: see `measure.measure_configuration`).
 A child the kernel kills with SIGKILL has, on a machine without other limits, almost always
 met the OOM killer: that is recorded as `out_of_memory`; any other death as `error` with the last
 line the child wrote on stderr. The sweep goes on either way.
@@ -9,7 +10,6 @@ line the child wrote on stderr. The sweep goes on either way.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import signal
@@ -46,17 +46,6 @@ def _call(request: dict[str, Any], threads: int | None, timeout: float | None) -
         return None, f"error: worker killed by {sig}"
     tail = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
     return None, f"error: worker exited with {proc.returncode}: {tail[-1] if tail else 'no output'}"
-
-
-@functools.lru_cache(maxsize=8)
-def idle_baseline_mb(threads: int | None = None, timeout: float | None = 300) -> float | None:
-    """Peak RSS of a worker that imports what a measuring worker imports and does nothing.
-
-    Cached per process: it is a property of the installation, and a Ray worker that runs
-    several benchmark trials need not pay a subprocess for it each time.
-    """
-    reply, _ = _call({"idle": True, "threads": threads}, threads, timeout)
-    return None if reply is None else float(reply["peak_rss_mb"])
 
 
 def run_isolated(

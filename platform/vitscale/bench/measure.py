@@ -16,11 +16,13 @@ from typing import Any
 import torch
 from torch import nn
 
+from vitscale.bench.contention import cpu_wall_ratio
 from vitscale.bench.memory import cuda_peak_mb, cuda_reset, is_oom, own_peak_rss_mb, release
 from vitscale.bench.records import blank_record
 from vitscale.bench.timing import (
     inference_step,
     precision,
+    relative_spread,
     summarise,
     synchronizer,
     time_iterations,
@@ -42,7 +44,15 @@ def effective_warmup(config) -> int:
     return max(config.warmup, 1) if config.compile else config.warmup
 
 
-TIMING_KEYS = ("images_per_second", "latency_ms", "latencies_ms", "cpu_ms")
+TIMING_KEYS = (
+    "images_per_second",
+    "latency_ms",
+    "latencies_ms",
+    "latency_spread",
+    "cpu_ms",
+    "cpu_spread",
+    "cpu_wall_ratio",
+)
 
 
 def _start(config, point: Mapping[str, Any], dev: torch.device) -> dict[str, Any]:
@@ -73,13 +83,17 @@ def measure_configuration(
 ) -> dict[str, Any]:
     """The record of `point` under `config` (a BenchmarkConfig).
 
-    process_rss: report this process's peak RSS as the peak memory on CPU — only meaningful
-    in a subprocess that measures nothing else (`vitscale.bench.isolate`); otherwise the CPU
-    peak is left empty rather than reporting an earlier configuration's high-water mark.
+    process_rss: on CPU, report this process's peak RSS above its own idle peak, read before the
+    model is built (`peak_memory_mb`, memory_kind `rss_above_idle`; the idle peak is
+    `baseline_memory_mb`, the whole process `process_peak_rss_mb`) — only meaningful in a
+    subprocess that measures nothing else (`vitscale.bench.isolate`); otherwise the CPU peak is
+    left empty rather than reporting an earlier configuration's high-water mark.
     build_model: ModelConfig -> module (default `vitscale.models.build`, looked up per call).
     """
     dev = torch.device(device or resolve_device(config.device))
     record = _start(config, point, dev)
+    if dev.type == "cpu" and process_rss:  # the idle worker: imported, configured, no model yet
+        record["baseline_memory_mb"] = own_peak_rss_mb()
     try:
         model, step = _prepare(record, config, point, dev, build_model or build)
         if dev.type == "cuda":
@@ -89,7 +103,9 @@ def measure_configuration(
         if dev.type == "cuda":
             record["peak_memory_mb"], record["memory_kind"] = cuda_peak_mb(dev), "cuda_max_allocated"
         elif process_rss:
-            record["peak_memory_mb"], record["memory_kind"] = own_peak_rss_mb(), "process_peak_rss"
+            record["process_peak_rss_mb"] = own_peak_rss_mb()
+            record["peak_memory_mb"] = record["process_peak_rss_mb"] - record["baseline_memory_mb"]
+            record["memory_kind"] = "rss_above_idle"
         _finish(record, config, model, times, cpu_times, dev)
         record["timing"] = "sequential"
         del model, step
@@ -173,5 +189,7 @@ def _finish(record, config, model, times: list[float], cpu_times: list[float], d
     record["latencies_ms"] = [1e3 * t for t in times]
     if dev.type == "cpu":
         record["cpu_ms"] = 1e3 * statistics.median(cpu_times)
+        record["cpu_spread"] = relative_spread(cpu_times)
+        record["cpu_wall_ratio"] = cpu_wall_ratio(cpu_times, times, record["threads"])
     nfe = getattr(model, "last_nfe", None)
     record["nfe"] = int(nfe) if nfe is not None else None

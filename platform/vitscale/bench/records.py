@@ -10,10 +10,16 @@ Memory: `peak_memory_mb` is `memory_kind`:
 - `cuda_max_allocated`: torch.cuda.max_memory_allocated over warmup and timed iterations
   (weights, inputs, activations, and in train mode gradients and optimizer state);
   `baseline_memory_mb` is what was allocated before the first iteration (weights + inputs).
-- `process_peak_rss`: the peak resident set of the isolated subprocess that measured this one
-  configuration (VmHWM, its peak RSS) — the whole process, torch and its libraries included, nothing
-  subtracted; `baseline_memory_mb` is the peak RSS of an idle subprocess that imported the same
-  modules and did nothing, so `peak - baseline` is what the configuration itself added.
+- `rss_above_idle` (CPU): what the configuration added to the isolated subprocess that measured
+  it alone — its peak resident set (VmHWM) at the end, `process_peak_rss_mb`, minus its peak before
+  the model was built, `baseline_memory_mb` (Python, torch and vitscale imported: ~400 MB that every
+  configuration pays alike and that made every ratio read ~1.00×).
+  Records written before this field existed have memory_kind `process_peak_rss`: the whole process.
+
+Timing: `latency_ms` is the median of `latencies_ms`, `latency_spread` their interquartile range
+over that median (what a ratio must beat, see bench.margin); on CPU `cpu_ms` / `cpu_spread` the
+same for process CPU time, and `cpu_wall_ratio` the timed region's CPU time ÷ (wall time × threads),
+~1 unless the timing shared its cores (bench.contention).
 """
 
 from __future__ import annotations
@@ -48,10 +54,14 @@ SCHEMA = pa.schema(
         ("compile_mode", pa.string()),  # torch.compile mode (when compile)
         ("images_per_second", pa.float64()),  # batch_size / median latency
         ("latency_ms", pa.float64()),  # median time of one batch
+        ("latency_spread", pa.float64()),  # interquartile range of the repeats / their median
         ("cpu_ms", pa.float64()),  # CPU runs: median process CPU time of one batch (see timing)
-        ("peak_memory_mb", pa.float64()),
-        ("baseline_memory_mb", pa.float64()),
-        ("memory_kind", pa.string()),  # cuda_max_allocated | process_peak_rss
+        ("cpu_spread", pa.float64()),  # the same spread for the CPU times
+        ("cpu_wall_ratio", pa.float64()),  # CPU time / (wall x threads): ~1 unless contended
+        ("peak_memory_mb", pa.float64()),  # CUDA: max allocated; CPU: peak RSS above the idle worker
+        ("baseline_memory_mb", pa.float64()),  # CUDA: allocated before iterating; CPU: the idle peak
+        ("process_peak_rss_mb", pa.float64()),  # CPU: the worker's whole peak RSS
+        ("memory_kind", pa.string()),  # cuda_max_allocated | rss_above_idle
         ("flops_per_image", pa.float64()),  # forward FLOPs (matmul family) of one image
         ("params", pa.int64()),
         ("nfe", pa.int64()),  # ODE: vector-field evaluations per forward; null otherwise

@@ -1,5 +1,9 @@
 """The records as rich tables: per regime, each resolution's series side by side, with the
 candidate/attention ratios of throughput and peak memory against every attention backend measured.
+
+A ratio within its margin (the two configurations' repeat spreads added, at least 1 %: see
+`bench.margin`) is printed `≈1.00×`: a tie, not a difference. A CPU timing whose CPU time ran far
+from wall × threads (`bench.contention`) is marked `*` and named in a footnote.
 """
 
 from __future__ import annotations
@@ -9,8 +13,17 @@ from typing import Any
 
 from rich.table import Table
 
+from vitscale.bench.contention import contention_note
+from vitscale.bench.margin import MIN_MARGIN, ratio_margin, side_spread, verdict
 from vitscale.bench.records import series
 from vitscale.models.registry import BASELINE, regime_order
+
+# ratio key -> (the value it divides, which way is better, the records' spread of that value)
+RATIOS = {
+    "throughput": ("images_per_second", True, "latency_spread"),
+    "throughput_cpu": ("cpu_ms", False, "cpu_spread"),
+    "memory": ("peak_memory_mb", False, None),
+}
 
 
 def _ok(record: Mapping[str, Any] | None, key: str) -> float | None:
@@ -20,12 +33,18 @@ def _ok(record: Mapping[str, Any] | None, key: str) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+def _spread(record: Mapping[str, Any], key: str | None) -> float | None:
+    """A record's spread of one value: its repeats' (timing), 0 for memory (measured once)."""
+    return side_spread([_ok(record, key)]) if key else 0.0
+
+
 def ratios(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Candidate / baseline per regime x resolution, for every non-attention x attention series.
 
     throughput: images/s ratio (> 1: the candidate is faster); throughput_cpu: the same from
     process CPU time per batch (CPU records; steadier on a shared machine); memory: peak ratio
-    (< 1: it needs less); memory_above_idle: the same for peak minus the idle baseline (CPU).
+    (< 1: it needs less; on CPU of the peaks above the idle worker). Each has `<key>_margin` (None
+    without repeat spreads) and `<key>_verdict`: ahead | behind | tied | undecided (bench.margin).
     """
     cells: dict[tuple, dict[str, Mapping[str, Any]]] = {}
     for r in records:
@@ -40,13 +59,13 @@ def ratios(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 if b["mixer"] != BASELINE:
                     continue
                 row = {"regime": regime, "resolution": resolution, "candidate": cand, "baseline": base}
-                row["throughput"] = _div(_ok(c, "images_per_second"), _ok(b, "images_per_second"))
-                row["throughput_cpu"] = _div(_ok(b, "cpu_ms"), _ok(c, "cpu_ms"))  # batch sizes match
-                row["memory"] = _div(_ok(c, "peak_memory_mb"), _ok(b, "peak_memory_mb"))
-                idle_c, idle_b = _ok(c, "baseline_memory_mb"), _ok(b, "baseline_memory_mb")
-                above_c = _ok(c, "peak_memory_mb") - idle_c if idle_c and _ok(c, "peak_memory_mb") else None
-                above_b = _ok(b, "peak_memory_mb") - idle_b if idle_b and _ok(b, "peak_memory_mb") else None
-                row["memory_above_idle"] = _div(above_c, above_b)
+                for name, (value, higher, spread) in RATIOS.items():
+                    ratio = _div(_ok(c, value), _ok(b, value))
+                    margin = ratio_margin(_spread(c, spread), _spread(b, spread))
+                    row[name], row[f"{name}_margin"] = ratio, margin
+                    row[f"{name}_verdict"] = verdict(ratio, margin, higher_is_better=higher)
+                if row["throughput_cpu"] is not None:  # shown as "faster": time ratio inverted
+                    row["throughput_cpu"] = 1.0 / row["throughput_cpu"]
                 out.append(row)
     return out
 
@@ -59,8 +78,9 @@ def _fmt(value: float | None, digits: int = 1) -> str:
     return "—" if value is None else f"{value:,.{digits}f}"
 
 
-def _ratio(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}×"
+def _ratio(value: float | None, verdict_: str = "") -> str:
+    """`1.23×`; `≈1.00×` where the ratio lies within its margin (a tie)."""
+    return "—" if value is None else f"{'≈' if verdict_ == 'tied' else ''}{value:.2f}×"
 
 
 def _short(base: str) -> str:
@@ -87,6 +107,7 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
         )
         table = Table(title=title, title_justify="left")
         cpu = any(r.get("cpu_ms") is not None for r in rows)
+        above_idle = any(r.get("memory_kind") == "rss_above_idle" for r in rows)
         for col in (
             "px",
             "tokens",
@@ -96,7 +117,7 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
             "img/s",
             "ms/batch",
             *(["cpu ms"] * cpu),
-            "peak MB",
+            "MB above idle" if above_idle else "peak MB",
         ):
             table.add_column(col, justify="left" if col == "series" else "right", no_wrap=col == "series")
         for base in bases:
@@ -118,7 +139,9 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
                     series(r),
                     str(r["nfe"]) if r.get("nfe") is not None else "—",
                     f"{flops / 1e9:.3g}" if flops else "—",
-                    _fmt(_ok(r, "images_per_second")) if ok else f"[red]{r['status']}[/red]",
+                    _fmt(_ok(r, "images_per_second")) + ("*" if contention_note(r) else "")
+                    if ok
+                    else f"[red]{r['status']}[/red]",
                     _fmt(_ok(r, "latency_ms")),
                     *([_fmt(_ok(r, "cpu_ms"))] * cpu),
                     _fmt(_ok(r, "peak_memory_mb"), 0),
@@ -126,33 +149,42 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
                 for base in bases:
                     row = by_key.get((regime, res, series(r), base))
                     keys = ("throughput", "throughput_cpu", "memory") if cpu else ("throughput", "memory")
-                    values += [_ratio(row[k]) for k in keys] if row else [""] * len(keys)
+                    values += [_ratio(row[k], row[f"{k}_verdict"]) for k in keys] if row else [""] * len(keys)
                 table.add_row(*values, end_section=j == len(cell) - 1 and i < len(resolutions) - 1)
         out.append(table)
     return out
 
 
 def footnotes(records: Sequence[Mapping[str, Any]]) -> list[str]:
-    """What the memory column is, and every failure's message."""
+    """What the memory column is, what ≈ and * mean, and every failure's message."""
     notes = []
     kinds = {r.get("memory_kind") for r in records if r.get("memory_kind")}
-    if "process_peak_rss" in kinds:
+    if "rss_above_idle" in kinds:
         idle = next((r["baseline_memory_mb"] for r in records if r.get("baseline_memory_mb")), None)
         notes.append(
-            "peak MB = peak RSS of the whole worker process (python + torch included, nothing "
-            f"subtracted); an idle worker peaks at {_fmt(idle, 0)} MB, so ratios of (peak - idle) "
-            "lie further from 1 than the ratios shown"
+            "MB above idle = the worker's peak RSS minus its own peak before the model was built "
+            f"(python + torch + vitscale imported: {_fmt(idle, 0)} MB, subtracted from every configuration)"
         )
+    if "process_peak_rss" in kinds:
+        notes.append("peak MB = peak RSS of the whole worker process (python + torch included)")
     if "cuda_max_allocated" in kinds:
         notes.append("peak MB = torch.cuda.max_memory_allocated (weights, inputs and activations)")
     notes.append(
         "thr ÷X: candidate images/s ÷ attention/X images/s (>1: faster); "
-        "mem ÷X: candidate peak ÷ attention/X peak (<1: leaner)"
+        "mem ÷X: candidate peak ÷ attention/X peak (<1: leaner); "
+        f"≈: within the margin, both sides' repeat spreads added (at least {MIN_MARGIN:.0%}): tied"
     )
     if any(r.get("cpu_ms") is not None for r in records):
         notes.append(
             "cpu ms: process CPU time per batch (user+sys, all threads); cpu-thr ÷X: attention/X "
             "cpu ms ÷ candidate cpu ms — leaves out time spent descheduled on a shared machine"
+        )
+    contended = [(r, contention_note(r)) for r in records if r["status"] == "ok" and contention_note(r)]
+    if contended:
+        notes.append(
+            f"*: contended timing, CPU time far from wall × threads ({len(contended)} of "
+            f"{sum(r['status'] == 'ok' for r in records)}; its img/s includes time it waited for a core): "
+            + ", ".join(f"{series(r)} {r['regime']} {r['resolution']} ({note})" for r, note in contended)
         )
     for r in records:
         if r["status"] != "ok":

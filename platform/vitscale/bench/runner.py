@@ -3,8 +3,8 @@
 A cell is one regime x resolution: the configurations whose ratios the table reports. They run
 in `BenchmarkConfig.configurations()` order. On CUDA each is measured in this process, one
 after another (the allocator's counters are per configuration, and a GPU is not shared).
-On CPU each configuration first runs alone in a fresh subprocess for its peak RSS (one
-iteration, see `isolate`), then the cell's configurations are timed together in one more
+On CPU each configuration first runs alone in a fresh subprocess for its peak RSS above that
+subprocess's idle peak (one iteration, see `isolate`), then the cell's configurations are timed together in one more
 subprocess, round-robin (`measure.measure_interleaved`): on a machine shared with other work
 the load changes from minute to minute, and only iterations interleaved with each other see
 the same load, so only they give honest ratios.
@@ -18,7 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from vitscale.bench.isolate import idle_baseline_mb, run_isolated, run_isolated_cell
+from vitscale.bench.isolate import run_isolated, run_isolated_cell
 from vitscale.bench.measure import (
     TIMING_KEYS,
     effective_warmup,
@@ -87,8 +87,7 @@ def run_benchmark(
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     records = []
     with Progress(*columns, console=console, transient=True, disable=not progress) as bar:
-        task = bar.add_task("bench: idle baseline" if isolate else "bench", total=len(points))
-        baseline = idle_baseline_mb(config.threads) if isolate and device == "cpu" else None
+        task = bar.add_task("bench", total=len(points))
         for cell in cells(points):
             bar.update(task, description=f"bench: {cell[0]['regime']} {cell[0]['resolution']}")
             if interleave and isolate:
@@ -100,8 +99,6 @@ def run_benchmark(
             else:
                 measured = [measure_configuration(config, point, device=device) for point in cell]
             for record in measured:
-                if device == "cpu" and isolate:
-                    record["baseline_memory_mb"] = baseline
                 records.append(record)
                 if on_record is not None:
                     on_record(record)

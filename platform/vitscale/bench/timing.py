@@ -3,7 +3,9 @@
 Timing follows timm's benchmark: `warmup` untimed iterations (allocator, cuDNN/oneDNN
 autotuning, torch.compile), then `repeats` timed ones; on CUDA the device is synchronised
 before the clock starts and before it stops, so each sample is the whole iteration's device
-time. The median is reported (robust to a stray slow sample on a shared machine).
+time. The median is reported (robust to a stray slow sample on a shared machine), with the
+repeats' spread (`relative_spread`: their interquartile range over the median), which a ratio
+between two configurations must beat before a report calls one of them ahead (`bench.margin`).
 
 On CPU the process CPU time of each iteration (user + system, all threads) is kept beside
 the wall time: on a machine shared with other work, a single-threaded run's CPU time leaves
@@ -66,10 +68,23 @@ def time_iterations(
     return times
 
 
-def summarise(times: list[float], batch_size: int) -> dict[str, float]:
-    """Median latency per batch (ms) and the throughput it implies (images/s)."""
+def relative_spread(samples: list[float]) -> float | None:
+    """Interquartile range of the timed repeats over their median (None below 2 repeats): how far
+    two timings of one configuration lie apart, so how far apart two configurations must be."""
+    if len(samples) < 2:
+        return None
+    q1, median, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+    return (q3 - q1) / median if median > 0 else None
+
+
+def summarise(times: list[float], batch_size: int) -> dict[str, float | None]:
+    """Median latency per batch (ms), the throughput it implies (images/s) and the repeats' spread."""
     median = statistics.median(times)
-    return {"latency_ms": 1e3 * median, "images_per_second": batch_size / median}
+    return {
+        "latency_ms": 1e3 * median,
+        "images_per_second": batch_size / median,
+        "latency_spread": relative_spread(times),
+    }
 
 
 def inference_step(

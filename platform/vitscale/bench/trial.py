@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from vitscale.bench.fields import EXTRA_METRICS, bench_metrics, bench_params, config_key, run_name
-from vitscale.bench.isolate import idle_baseline_mb, run_isolated
+from vitscale.bench.isolate import run_isolated
 from vitscale.bench.measure import measure_configuration
 from vitscale.device import resolve_device
 from vitscale.tracking.layout import BENCH_METRICS
@@ -48,14 +48,12 @@ def describe_bench_trial(config: dict[str, Any], spec) -> TrialDescription:
 
 
 def measure_trial(config: dict[str, Any], spec) -> dict[str, Any]:
-    """The record of the trial's configuration (CPU: isolated, with the idle baseline)."""
+    """The record of the trial's configuration (CPU: in its own subprocess, peak above its idle peak)."""
     point, seed = _point_and_seed(config, spec)
     bench = trial_benchmark(spec, seed)
     device = str(resolve_device(bench.device))
     if device == "cpu":
-        record = run_isolated(bench, point, device)
-        record["baseline_memory_mb"] = idle_baseline_mb(bench.threads)
-        return record
+        return run_isolated(bench, point, device)
     return measure_configuration(bench, point, device=device)
 
 

@@ -1,12 +1,10 @@
 """`python -m vitscale.bench.worker`: measure one configuration in a fresh process.
 
-Reads one JSON object on stdin — {"config": BenchmarkConfig, "point": {...}, "device": "cpu"},
+Reads one JSON object on stdin — {"config": BenchmarkConfig, "point": {...}, "device": "cpu"} or
 {"config": ..., "cell": [points...], "device": ...} (time them round-robin, see
-`measure.measure_interleaved`) or {"idle": true, "threads": N} — and writes one line
-`RECORD_PREFIX <json>` on stdout.
-A fresh process per configuration makes its peak RSS that configuration's own (plus the
-fixed cost of Python and torch, which the idle mode measures). The idle mode imports exactly
-what a measuring worker imports and then stops.
+`measure.measure_interleaved`) — and writes one line `RECORD_PREFIX <json>` on stdout.
+A fresh process per configuration makes its peak RSS that configuration's own: the fixed cost of
+Python and torch is its peak before the model is built, subtracted (`measure`).
 """
 
 from __future__ import annotations
@@ -14,22 +12,15 @@ from __future__ import annotations
 import json
 import sys
 
-import torch
-
 from vitscale.bench import measure
 from vitscale.bench.config import BenchmarkConfig
-from vitscale.bench.memory import own_peak_rss_mb
 
 RECORD_PREFIX = "VITSCALE-BENCH-RECORD "
 
 
 def main() -> None:
     request = json.loads(sys.stdin.read())
-    if request.get("idle"):
-        if request.get("threads"):
-            torch.set_num_threads(int(request["threads"]))
-        out = {"peak_rss_mb": own_peak_rss_mb()}
-    elif "cell" in request:
+    if "cell" in request:
         config = BenchmarkConfig.model_validate(request["config"])
         out = measure.measure_interleaved(
             config, request["cell"], device=request.get("device"), count_flops=False
