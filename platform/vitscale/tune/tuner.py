@@ -7,6 +7,7 @@ import functools
 from ray import tune
 from ray.tune.search.optuna import OptunaSearch
 
+from vitscale.bench.placement import trial_resources
 from vitscale.bench.trial import bench_trial, describe_bench_trial
 from vitscale.study import (
     config_key,
@@ -33,7 +34,7 @@ CHECKPOINTS_KEPT = 4  # per trial; see RunConfig below
 def trainable_for(spec):
     """The trial function with its resources; benchmark studies time models instead of training."""
     function = bench_trial if spec.kind == "benchmark" else train_trial
-    resources = {"cpu": spec.resources.cpu, "gpu": spec.resources.gpu}
+    resources = trial_resources(spec)  # a CPU benchmark timing reserves its whole node
     return tune.with_resources(tune.with_parameters(function, spec=spec), resources)
 
 
