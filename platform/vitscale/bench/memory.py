@@ -3,8 +3,9 @@
 CUDA: the caching allocator's own counters (reset before the first iteration, read after
 the last), exact and per device. CPU has no such counter, so each configuration runs in its
 own subprocess (see `isolate`) and its peak resident set size is read from the kernel (VmHWM, see
-`own_peak_rss_mb`) twice: once idle, before the model is built (Python, torch and vitscale
-imported: ~400 MB, the same for every configuration), and once after the last iteration. The
+`own_peak_rss_mb`) twice: once idle, before the model is built (Python, torch, vitscale and what
+counting FLOPs imports: ~370 MB, the same for every configuration; `measure.idle_peak_mb`), and once
+after the last iteration. The
 configuration's peak memory is the difference: with the idle part left in, every ratio between
 mixers read ~1.00×.
 """

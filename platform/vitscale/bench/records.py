@@ -12,8 +12,8 @@ Memory: `peak_memory_mb` is `memory_kind`:
   `baseline_memory_mb` is what was allocated before the first iteration (weights + inputs).
 - `rss_above_idle` (CPU): what the configuration added to the isolated subprocess that measured
   it alone — its peak resident set (VmHWM) at the end, `process_peak_rss_mb`, minus its peak before
-  the model was built, `baseline_memory_mb` (Python, torch and vitscale imported: ~400 MB that every
-  configuration pays alike and that made every ratio read ~1.00×).
+  the model was built, `baseline_memory_mb` (Python, torch, vitscale and the FLOP counter's imports
+  loaded: ~370 MB that every configuration pays alike and that made every ratio read ~1.00×).
   Records written before this field existed have memory_kind `process_peak_rss`: the whole process.
 
 Timing: `latency_ms` is the median of `latencies_ms`, `latency_spread` their interquartile range

@@ -163,7 +163,7 @@ def footnotes(records: Sequence[Mapping[str, Any]]) -> list[str]:
         idle = next((r["baseline_memory_mb"] for r in records if r.get("baseline_memory_mb")), None)
         notes.append(
             "MB above idle = the worker's peak RSS minus its own peak before the model was built "
-            f"(python + torch + vitscale imported: {_fmt(idle, 0)} MB, subtracted from every configuration)"
+            f"(python, torch, vitscale and the FLOP counter loaded: {_fmt(idle, 0)} MB, subtracted from each)"
         )
     if "process_peak_rss" in kinds:
         notes.append("peak MB = peak RSS of the whole worker process (python + torch included)")
