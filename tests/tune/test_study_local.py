@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sqlite3
 import time
@@ -102,8 +103,21 @@ def test_tpe_study_replicates_seeds_and_keeps_the_optuna_history(tmp_path):
     by_point = Counter(run.data.tags["vitscale.config_key"] for run in runs)
     assert sorted(by_point.values()) == [2, 2, 2]  # three sampled points, each with seeds 0 and 1
     for run in runs:
-        if run.data.params["model.mixer"] == "attention":
-            assert run.data.params["model.ssog.num_gaussians"] == "4"  # inactive: the base value
+        params = run.data.params
+        if params["model.mixer"] == "attention":  # only the active mixer's settings are logged
+            assert (
+                not [k for k in params if k.startswith("model.ssog.")] and "model.attention.backend" in params
+            )
+        else:
+            assert (
+                not [k for k in params if k.startswith("model.attention.")]
+                and "model.ssog.num_gaussians" in params
+            )
+        # named by the point's variant, its Optuna trial number and the seed: 'ssog · #2 · s1'
+        seed = params["train.seed"]
+        assert re.fullmatch(rf"{params['model.mixer']} · #[0-2] · s{seed}", run.info.run_name), (
+            run.info.run_name
+        )
     [db] = list((tmp_path / "results" / "tpe-tiny").glob("*/optuna.db"))
     with sqlite3.connect(db) as con:
         states = [row[0] for row in con.execute("select state from trials")]
