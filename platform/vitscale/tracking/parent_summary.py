@@ -107,7 +107,7 @@ def _seed_means(runs: Iterable, metrics: list[str]) -> list[tuple[str, int, dict
     for key, members in groups.items():
         means = {}
         for metric in metrics:
-            values = [m.data.metrics.get(metric) for m in members]
+            values = [layout.run_values(m.data.metrics, m.data.params).get(metric) for m in members]
             if all(_finite(v) for v in values):
                 means[metric] = sum(values) / len(values)
         out.append((key, len(members), means))
