@@ -41,10 +41,12 @@ CHECKPOINT_TAG = "vitscale.checkpoint"  # "best" | "all": why the run has checkp
 
 
 def _local_trial_dir(trial) -> Path | None:
-    """The trial's folder in storage when storage is a filesystem the driver sees (not s3://)."""
+    """The trial's folder in storage when storage is a filesystem the driver sees (not s3://).
+    Local disk is pyarrow's "local" or a wrapper of it whose type name ends so (the signed state
+    filesystem of tune.signed_storage: "py::vitscale-signed-local")."""
     storage = getattr(trial, "storage", None)
     filesystem = getattr(storage, "storage_filesystem", None)
-    if filesystem is not None and getattr(filesystem, "type_name", "local") != "local":
+    if filesystem is not None and not getattr(filesystem, "type_name", "local").endswith("local"):
         return None
     path = Path(trial.path)
     return path if path.is_dir() else None
