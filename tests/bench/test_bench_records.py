@@ -112,6 +112,8 @@ def test_contended_timings_are_starred_and_named(tiny_config):
     [table] = tables(records)
     img_s = next(col for col in table.columns if col.header == "img/s")
     assert [str(c) for c in img_s._cells][2].endswith("*") and not str(img_s._cells[0]).endswith("*")
+    ssog = {r["baseline"]: r for r in ratios(records)}["attention/sdpa"]
+    assert ssog["throughput"] == pytest.approx(3.0) and ssog["throughput_verdict"] == "undecided"
     notes = footnotes(records)
     [note] = [n for n in notes if n.startswith("*: contended")]
     assert "ssog discrete 16 (cpu/wall 0.16 of 1 thread)" in note and "1 of 2" in note

@@ -5,7 +5,9 @@ inputs and faster at large ones. At each resolution both sides measured, the can
 behind or tied: ahead or behind only where the ratio candidate / baseline differs from 1 by more
 than its margin (`bench.margin`: both sides' spreads added — the timed repeats' interquartile range
 over their median, or over seeds the 95 % interval, whichever is larger — and at least 1 %); a
-side without any spread (one repeat, one seed) leaves that resolution undecided. 0.9999× is a tie.
+side without any spread (one repeat, one seed), or whose CPU timing was contended (its CPU time far
+from wall × threads, `bench.contention`: its wall time includes waiting for a core), leaves that
+resolution's throughput undecided. 0.9999× is a tie.
 
 Status over the resolutions, from those verdicts: `crosses` (behind, then ahead: the crossover is
 interpolated in (log resolution, log ratio) at the sign change between the last resolution behind
@@ -28,6 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from vitscale.analysis.fields import as_float
+from vitscale.bench.contention import is_contended
 from vitscale.bench.margin import ratio_margin, side_spread, verdict
 from vitscale.models.registry import BASELINE
 
@@ -143,7 +146,8 @@ def crossovers(agg: pa.Table) -> list[Crossover]:
 
 def _spreads(done: pa.Table, metric: str) -> list[float | None]:
     """Each row's relative spread of `metric`: the larger of its repeats' spread (throughput) and
-    its seeds' 95 % interval over the mean; memory without seeds: 0 (measured once, exactly)."""
+    its seeds' 95 % interval over the mean; memory without seeds: 0 (measured once, exactly). A
+    contended timing has none: its throughput cannot carry a claim."""
     mean = as_float(done.column(f"{metric}_mean"))
     ci_col = f"{metric}_ci95"
     ci = as_float(done.column(ci_col)) if ci_col in done.column_names else np.full(mean.size, np.nan)
@@ -153,9 +157,14 @@ def _spreads(done: pa.Table, metric: str) -> list[float | None]:
         if repeat_col and repeat_col in done.column_names
         else np.full(mean.size, np.nan)
     )
+    contended = (
+        [is_contended(v) if np.isfinite(v) else False for v in as_float(done.column("cpu_wall_ratio_mean"))]
+        if repeat_col and "cpu_wall_ratio_mean" in done.column_names
+        else [False] * mean.size
+    )
     out = []
-    for m, c, r in zip(mean, ci, repeats, strict=True):
-        found = side_spread([r, c / m if m > 0 else math.nan])
+    for m, c, r, busy in zip(mean, ci, repeats, contended, strict=True):
+        found = None if busy else side_spread([r, c / m if m > 0 else math.nan])
         out.append(found if found is not None or repeat_col else 0.0)
     return out
 

@@ -3,7 +3,8 @@ candidate/attention ratios of throughput and peak memory against every attention
 
 A ratio within its margin (the two configurations' repeat spreads added, at least 1 %: see
 `bench.margin`) is printed `≈1.00×`: a tie, not a difference. A CPU timing whose CPU time ran far
-from wall × threads (`bench.contention`) is marked `*` and named in a footnote.
+from wall × threads (`bench.contention`) is marked `*` and named in a footnote; its wall-clock
+ratios get no verdict (undecided), whatever their size.
 """
 
 from __future__ import annotations
@@ -34,7 +35,10 @@ def _ok(record: Mapping[str, Any] | None, key: str) -> float | None:
 
 
 def _spread(record: Mapping[str, Any], key: str | None) -> float | None:
-    """A record's spread of one value: its repeats' (timing), 0 for memory (measured once)."""
+    """A record's spread of one value: its repeats' (timing), 0 for memory (measured once); none
+    for a contended wall-clock timing, which then carries no verdict."""
+    if key == "latency_spread" and contention_note(record):
+        return None
     return side_spread([_ok(record, key)]) if key else 0.0
 
 
