@@ -111,6 +111,53 @@ def test_a_planted_searcher_pickle_is_refused_and_its_payload_does_not_run(execu
     assert not marker.exists()
 
 
+def test_tunes_restore_copy_of_the_folder_never_puts_back_a_stale_record(execution, tmp_path):
+    """On restore Tune downloads every top-level *.json / *.pkl of the folder into its staging folder
+    and uploads the staging folder at every snapshot: the record must not be among them, or each
+    snapshot would replace it with the copy from restore time (a resumed study then refused)."""
+    from ray.train._internal.storage import _download_from_fs_path, _list_at_fs_path, _upload_to_fs_path
+
+    fs = signed_storage.filesystem()
+    write(fs, execution / "tuner.pkl", b"first session")
+    staging = tmp_path / "staging"
+    for name in _list_at_fs_path(fs, str(execution)):  # as _ExperimentCheckpointManager.sync_down
+        if name.endswith((".json", ".pkl")):
+            _download_from_fs_path(fs, str(execution / name), str(staging / name))
+    (staging / "searcher-state-resumed.pkl").write_bytes(b"written by the resumed driver")
+    _upload_to_fs_path(str(staging), fs, str(execution))  # a snapshot of the resumed driver
+    _upload_to_fs_path(str(staging), fs, str(execution))  # and the next one
+    state_digest.verify_folder(execution)
+    assert state_digest.RECORD_FILE not in {p.name for p in staging.iterdir()}
+
+
+def test_the_searcher_restores_from_tunes_staging_copy_only_what_was_verified_on_the_way(
+    execution, tmp_path, monkeypatch
+):
+    """A resumed driver: Tune copies the folder's top-level state (vitscale-study.json included)
+    into its staging folder through the filesystem, then restores the searcher from there."""
+    from ray.train._internal.storage import _download_from_fs_path
+
+    staging = tmp_path / "first-driver-staging"
+    staging.mkdir()
+    ReplicatedSearcher(_Inner(), seeds=[0, 1], metrics=["m"], modes=["max"]).save(
+        str(staging / "searcher-state-a.pkl")
+    )
+    pafs.copy_files(str(staging), str(execution), destination_filesystem=signed_storage.filesystem())
+    monkeypatch.setattr(state_digest, "_vouched", set())  # a new process: it vouches for nothing yet
+
+    resumed = tmp_path / "resumed-driver-staging"
+    for name in ("searcher-state-a.pkl", STATE_FILE):
+        _download_from_fs_path(signed_storage.filesystem(), str(execution / name), str(resumed / name))
+    searcher = ReplicatedSearcher(_Inner(), seeds=[9], metrics=["m"], modes=["max"])
+    searcher.restore(str(resumed / "searcher-state-a.pkl"))
+    assert searcher.seeds == [0, 1]
+    marker = tmp_path / "pwned"
+    (resumed / "searcher-state-a.pkl").write_bytes(pickle.dumps(Payload(marker)))  # in the staging copy
+    with pytest.raises(UserError, match="refusing to unpickle"):
+        searcher.restore(str(resumed / "searcher-state-a.pkl"))
+    assert not marker.exists()
+
+
 def test_a_record_forged_without_the_key_or_missing_is_refused(execution, key_file, tmp_path):
     (execution / "tuner.pkl").write_bytes(pickle.dumps(Payload(tmp_path / "pwned")))
     with pytest.raises(UserError, match=f"this folder has no {state_digest.RECORD_FILE}"):
@@ -197,7 +244,8 @@ def test_resume_by_folder_from_elsewhere_works_and_a_planted_searcher_pickle_is_
     [searcher_state] = list(folder.glob("searcher-state-*.pkl"))
 
     resumed = vitscale("study", "resume", str(folder), "--num-cpus", "1", cwd=elsewhere)
-    assert "1 finished" in resumed.stdout.replace("\n", " "), resumed.stdout[-2000:]
+    assert "1 trials — 1 finished" in resumed.stdout, resumed.stdout[-2000:]  # the plan, nothing re-run
+    assert "Failed to restore the run state" not in resumed.stderr  # Tune would start afresh
     assert not (elsewhere / "mlflow.db").exists()  # no stray store beside the user
 
     marker = tmp_path / "pwned"

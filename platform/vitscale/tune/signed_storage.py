@@ -19,7 +19,15 @@ from pathlib import Path, PurePosixPath
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from vitscale.tune.state_digest import PARTIAL, Record, execution_root, is_state_file, load_key, refusal
+from vitscale.tune.state_digest import (
+    PARTIAL,
+    Record,
+    execution_root,
+    is_state_file,
+    load_key,
+    refusal,
+    vouch,
+)
 
 
 class _SignedWrite(io.RawIOBase):
@@ -42,6 +50,7 @@ class _SignedWrite(io.RawIOBase):
         try:
             data = self.buffer.getvalue()
             self.record.add(self.relative, data)  # before the bytes can be seen under their name
+            vouch(data)
             tmp = self.target.with_name(f"{PARTIAL}{self.target.name}.{secrets.token_hex(4)}")
             with open(tmp, "wb") as fh:
                 fh.write(data)
@@ -91,16 +100,19 @@ class SigningHandler(pafs.FileSystemHandler):
             return self.local.open_output_stream(path, metadata=metadata)
         return pa.PythonFile(_SignedWrite(Path(path), *state), mode="w")
 
-    def move(self, src, dest):
+    def _sign_existing(self, src: str, dest: str) -> None:
         state = self._state(dest)
         if state is not None:
-            state[0].add(state[1], Path(src).read_bytes())
+            data = Path(src).read_bytes()
+            state[0].add(state[1], data)
+            vouch(data)
+
+    def move(self, src, dest):
+        self._sign_existing(src, dest)
         self.local.move(src, dest)
 
     def copy_file(self, src, dest):
-        state = self._state(dest)
-        if state is not None:
-            state[0].add(state[1], Path(src).read_bytes())
+        self._sign_existing(src, dest)
         self.local.copy_file(src, dest)
 
     # -- reads: state files checked again as Tune reads them ----------------------------------
@@ -112,6 +124,7 @@ class SigningHandler(pafs.FileSystemHandler):
         record, relative = state
         if not record.matches(relative, data):
             raise refusal(Path(path), record.root, recorded=record.path.is_file())
+        vouch(data)  # its copy in Tune's staging folder is read back with state_digest.read_verified
         return pa.BufferReader(data)
 
     def open_input_stream(self, path):

@@ -16,10 +16,11 @@ pyarrow filesystem Tune is given for its storage (RunConfig.storage_filesystem, 
 Ray 2.60 both `tuner.pkl` and the driver's staging folder, synced every snapshot, go through it).
 Before a state file becomes visible there (it is written under a temporary name, then renamed into
 place), its HMAC-SHA256 under the user's key goes into the folder's record
-(`vitscale-state-digests.json`), bound to the execution and the file's path in it. So every version of a state file that ever exists in the
-folder was signed first, and a driver killed at any moment leaves nothing unsigned behind. The key
-(`~/.config/vitscale/state.key`, or the file VITSCALE_STATE_KEY names; created 0600) never lives in
-the folder: whoever can write the folder could otherwise forge the record. Before resume gives the
+(`vitscale-state.digests`, JSON), bound to the execution and the file's path in it. So every
+version of a state file that ever exists in the folder was signed first, and a driver killed at
+any moment leaves nothing unsigned behind. The key (`~/.config/vitscale/state.key`, or the file
+VITSCALE_STATE_KEY names; created 0600) never lives in the folder: whoever can write the folder
+could otherwise forge the record. Before resume gives the
 folder to Tune, `verify_folder` checks every state file against the record; a file no recorded
 digest matches is refused in one line and nothing of it is unpickled. The same check runs again as
 Tune reads each state file through the filesystem, which closes the gap between the two.
@@ -46,7 +47,9 @@ from pathlib import Path, PurePosixPath
 from vitscale.errors import UserError
 from vitscale.tune.storage import STATE_FILE
 
-RECORD_FILE = "vitscale-state-digests.json"
+# Not *.json or *.pkl: on restore Tune copies every such file at the top of the folder into its
+# staging folder and uploads it back at every snapshot, which would put back a stale record.
+RECORD_FILE = "vitscale-state.digests"
 KEY_ENV = "VITSCALE_STATE_KEY"  # the key file, where not ~/.config/vitscale/state.key
 TRUST_ENV = "VITSCALE_TRUST_STATE"  # an execution folder the user vouches for: signed as it is
 KEPT = 16  # digests kept per path: the versions a kill can leave behind, and then some
@@ -211,13 +214,24 @@ def verify_folder(root: Path) -> None:
             raise refusal(path, root, recorded=bool(entries))
 
 
+_vouched: set[bytes] = set()  # SHA-256 of the state this process wrote itself or verified
+
+
+def vouch(data: bytes) -> None:
+    """`data` is state this driver wrote, or read and verified: `read_verified` accepts it anywhere
+    (Tune's staging copies of verified files live outside any execution's record)."""
+    _vouched.add(hashlib.sha256(data).digest())
+
+
 def read_verified(path: Path) -> bytes:
-    """The bytes of a state file, refused unless its execution's record vouches for them. A file in
-    no execution folder (Tune's own staging copy, downloaded through `signed_storage`) is read as is."""
+    """The bytes of a state file, refused unless this process wrote or verified exactly these bytes,
+    or the record of the execution holding `path` vouches for them."""
     data = path.read_bytes()
+    if hashlib.sha256(data).digest() in _vouched:
+        return data
     root = execution_root(path.resolve())
-    if root is not None:
-        record = Record(root, load_key())
-        if not record.matches(path.resolve().relative_to(root).as_posix(), data):
-            raise refusal(path, root, recorded=record.path.is_file())
+    if root is None or not (root / RECORD_FILE).is_file():
+        raise refusal(path, root or path.parent, recorded=False)
+    if not Record(root, load_key()).matches(path.resolve().relative_to(root).as_posix(), data):
+        raise refusal(path, root, recorded=True)
     return data
