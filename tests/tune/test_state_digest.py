@@ -55,7 +55,7 @@ def test_state_files_are_what_tune_unpickles_and_not_trial_checkpoints():
     for name in ("tuner.pkl", "searcher-state-2026.pkl", "experiment_state-2026.json", "t1/error.pkl",
                  "t1/params.pkl", "basic-variant-state-x.json", "search_gen_state-x.json", "tune-0/tuner.pkl"):  # fmt: skip
         assert state_digest.is_state_file(PurePosixPath(name)), name
-    for name in ("vitscale-study.json", "comparison.json", "t1/result.json", "t1/checkpoint_000001/state.pkl",
+    for name in ("vitscale-study.json", "comparison.json", "t1/result.json", "t1/checkpoint_000001/state.pkl", "wandb/run-1/x.pkl",
                  "tracking-queue/cursor.json", f"{state_digest.PARTIAL}tuner.pkl.1a2b"):  # fmt: skip
         assert not state_digest.is_state_file(PurePosixPath(name)), name
 

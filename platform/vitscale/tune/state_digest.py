@@ -58,9 +58,14 @@ PARTIAL = ".vitscale-partial-"  # a state file being written (never a state file
 CONTEXT = b"vitscale-state/1"
 
 
+def _not_tunes(folder: str) -> bool:
+    """A folder Tune never unpickles from: trial checkpoints (loaded with torch's weights_only), W&B's."""
+    return folder.startswith("checkpoint_") or folder == "wandb"
+
+
 def is_state_file(relative: PurePosixPath) -> bool:
-    """A file Tune unpickles, by its path inside an execution (trial checkpoints excluded)."""
-    if any(part.startswith("checkpoint_") for part in relative.parts[:-1]):
+    """A file Tune unpickles, by its path inside an execution (see `_not_tunes` for what is not)."""
+    if any(_not_tunes(part) for part in relative.parts[:-1]):
         return False
     name = relative.name
     return not name.startswith(PARTIAL) and any(fnmatch.fnmatchcase(name, p) for p in STATE_PATTERNS)
@@ -175,7 +180,8 @@ def refusal(path: Path, root: Path, recorded: bool) -> UserError:
     why = (
         f"its digest matches none recorded in {RECORD_FILE} (key {key_path()})"
         if recorded
-        else f"this folder has no {RECORD_FILE} (written before vitscale signed its state, or the record was deleted)"
+        else f"this folder has no {RECORD_FILE} (written before vitscale signed its state, or "
+        "the record was deleted)"
     )
     return UserError(
         f"{path}: refusing to unpickle a file this study's driver did not write: {why}; restore the "
@@ -187,7 +193,7 @@ def refusal(path: Path, root: Path, recorded: bool) -> UserError:
 def state_files(root: Path) -> list[Path]:
     found = []
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("checkpoint_"))
+        dirs[:] = sorted(d for d in dirs if not _not_tunes(d))
         for name in sorted(files):
             path = Path(folder, name)
             if is_state_file(PurePosixPath(path.relative_to(root).as_posix())):
