@@ -118,7 +118,7 @@ STATUS_WORDS = {
     "behind_or_tied": "behind or tied, never ahead",
     "falls_behind": "ahead at first, then behind",
     "mixed": "back and forth",
-    "undecided": "undecided (no spread to judge by)",
+    "undecided": "undecided (a timing contended, or without spread)",
     "no_common_resolution": "no common resolution",
 }
 
@@ -157,7 +157,7 @@ def crossover_section(res: AnalysisResult) -> list[str]:
         "differs from 1 by more than the margin (±): both sides' spreads added — the timed repeats' "
         "interquartile range over their median, or the 95 % interval over seeds where that is wider — "
         f"and at least {MIN_MARGIN:.0%}; within it the two are *tied*, and a side with no spread (one "
-        "repeat, one seed) leaves it *undecided*. A crossover is where the candidate turns from behind "
+        "repeat, one seed) or a contended timing (*Contended timings*) leaves it *undecided*. A crossover is where the candidate turns from behind "
         "to ahead, interpolated in log space around the sign change of log(ratio) "
         "([crossovers.csv](crossovers.csv)).",
         "",
