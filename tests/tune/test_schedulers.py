@@ -111,4 +111,4 @@ def test_a_small_study_runs_under_the_scheduler(tmp_path, kind):
     runs = child_runs(uri, f"sched-{kind}")
     assert len(runs) == 4
     assert all(r.data.tags["vitscale.status"] == "FINISHED" for r in runs)
-    assert all(r.data.metrics.get("epoch", 0) >= 1 for r in runs)
+    assert all("val_loss" in r.data.metrics for r in runs)  # each trained an epoch (epoch is the step)
