@@ -80,3 +80,17 @@ def parent_runs(tracking_uri: str, study: str) -> list:
     return client.search_runs(
         [experiment.experiment_id], filter_string="tags.`vitscale.role` = 'study'", max_results=100
     )
+
+
+def arm_optuna_studies(execution: Path, arms: int) -> list[str]:
+    """The Optuna study name in each comparison arm's `tune-<i>/optuna.db`, checking each has its
+    metric names set (what optuna-dashboard labels the objective with)."""
+    import optuna
+
+    names = []
+    for i in range(arms):
+        url = f"sqlite:///{execution / f'tune-{i}' / 'optuna.db'}"
+        (summary,) = optuna.get_all_study_summaries(url)
+        names.append(summary.study_name)
+        assert optuna.load_study(study_name=summary.study_name, storage=url).metric_names == ["val_top1"]
+    return names

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from study_helpers import REPO, parent_runs, vitscale
+from study_helpers import REPO, arm_optuna_studies, parent_runs, vitscale
 
 from vitscale.tune.optuna_study import DB_FILE, execution_storage
 from vitscale.tune.storage import STATE_FILE
@@ -168,15 +168,7 @@ def _comparison_execution(root: Path) -> Path:
 
 
 def test_each_comparison_arm_has_its_own_named_optuna_study_with_metric_names(tmp_path):
-    import optuna
-
-    folder = _comparison_execution(tmp_path)
-    names = []
-    for i in range(2):
-        url = f"sqlite:///{folder / f'tune-{i}' / DB_FILE}"
-        (summary,) = optuna.get_all_study_summaries(url)
-        names.append(summary.study_name)
-        assert optuna.load_study(study_name=summary.study_name, storage=url).metric_names == ["val_top1"]
+    names = arm_optuna_studies(_comparison_execution(tmp_path), arms=2)
     assert names == ["tuned-quickstart/attention · discrete", "tuned-quickstart/attention · ode"]
 
 

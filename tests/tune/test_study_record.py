@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import optuna
 import pytest
 from mlflow import MlflowClient
-from study_helpers import child_runs, parent_runs, vitscale, write_study
+from study_helpers import arm_optuna_studies, child_runs, parent_runs, vitscale, write_study
 
 from vitscale.cli.dashboard_cmd import choose_study
 
@@ -61,12 +60,7 @@ def test_a_comparison_reads_as_the_study_in_mlflow_optuna_and_its_trial_logs(tmp
         assert "test_top1" in text.splitlines()[-1], text
 
     execution = results / "cmp-record" / (results / "cmp-record" / "latest").read_text().strip()
-    names = []
-    for i in range(2):
-        url = f"sqlite:///{execution / f'tune-{i}' / 'optuna.db'}"
-        (summary,) = optuna.get_all_study_summaries(url)
-        names.append(summary.study_name)
-        assert optuna.load_study(study_name=summary.study_name, storage=url).metric_names == ["val_top1"]
+    names = arm_optuna_studies(execution, arms=2)
     assert names == ["cmp-record/attention", "cmp-record/ssog"]
     chosen, line = choose_study("cmp-record", str(results), "ssog")
     assert (chosen.label, chosen.folder, line) == ("ssog", "tune-1", None)
