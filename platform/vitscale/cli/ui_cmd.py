@@ -1,7 +1,10 @@
 """`vitscale ui`: the MLflow UI for a study's store, on 127.0.0.1.
 
-The server is a child process: its URL is printed once it answers HTTP (MLflow takes tens of
-seconds to start, and a URL that refuses connections looks broken), and Ctrl-C stops both. It
+The server is a child process in its own process group: its URL is printed once it answers HTTP
+(MLflow takes tens of seconds to start, and a URL that refuses connections looks broken), and
+Ctrl-C stops both. The terminal's SIGINT does not reach the server: uvicorn re-raises a SIGINT
+after its own shutdown, and asyncio turns that into a KeyboardInterrupt traceback through the
+app's lifespan task; vitscale sends the group SIGTERM instead, which uvicorn shuts down on cleanly. It
 runs one worker (a local UI has one user; MLflow's default four start four times slower and
 print every warning four times) and without the deprecation warning MLflow's server triggers at
 import (`starlette.middleware.wsgi`), which is MLflow's to fix, not the user's.
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -77,7 +81,7 @@ def wait_until_serving(process: subprocess.Popen, url: str, timeout_s: float, po
                 "its messages are above (a port in use? pass --port)"
             )
         if time.monotonic() > deadline:
-            process.terminate()
+            stop(process, grace_s=0)
             raise UserError(f"the MLflow server did not answer at {url} within {timeout_s:.0f} s")
         time.sleep(poll_s)
 
@@ -99,7 +103,9 @@ def ui(
     mlflow = shutil.which("mlflow") or os.path.join(os.path.dirname(sys.executable), "mlflow")
     local = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     print(f"starting the MLflow UI for {tracking_uri} ...", flush=True)
-    process = subprocess.Popen(server_command(mlflow, tracking_uri, host, port), env=server_env())
+    process = subprocess.Popen(
+        server_command(mlflow, tracking_uri, host, port), env=server_env(), start_new_session=True
+    )
     try:
         wait_until_serving(process, f"http://{local}:{port}/health", STARTUP_TIMEOUT_S)
         # MLflow 3.x opens on its GenAI pages unless the URL (or the browser's last choice) asks for
@@ -107,7 +113,7 @@ def ui(
         print(f"MLflow UI on http://{host}:{port}/{RUNS_PAGE} (Ctrl-C stops it)", flush=True)
         code = process.wait()
     except KeyboardInterrupt:
-        stop(process, grace_s=SHUTDOWN_GRACE_S)  # Ctrl-C reached the server too (one process group)
+        stop(process, grace_s=SHUTDOWN_GRACE_S)
         raise
     except BaseException:
         stop(process, grace_s=0)
@@ -117,10 +123,15 @@ def ui(
 
 
 def stop(process: subprocess.Popen, grace_s: float) -> None:
-    """Give the server `grace_s` to exit on its own (a second signal mid-shutdown makes uvicorn
-    print a traceback), then terminate it."""
-    try:
-        process.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        process.terminate()
-        process.wait()
+    """SIGTERM the server's process group (`mlflow ui` runs uvicorn as its child), give it
+    `grace_s` to shut down, then SIGKILL what is left."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
