@@ -25,7 +25,7 @@ def test_a_tracked_run_resumes_in_the_same_mlflow_run_logging_each_epoch_once(ti
     )
     assert again["mlflow_run_id"] == run_id
     client = MlflowClient(tracking_uri=uri)
-    assert [m.step for m in client.get_metric_history(run_id, "epoch")] == [1, 2]
+    assert [m.step for m in client.get_metric_history(run_id, "val_loss")] == [1, 2]
     run = client.get_run(run_id)
     assert run.info.status == "FINISHED" and run.data.params["model.width"] == "16"
     assert [a.path for a in client.list_artifacts(run_id, "checkpoint")] == ["checkpoint/checkpoint.pt"]

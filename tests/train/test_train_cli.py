@@ -62,6 +62,10 @@ def test_train_prints_json_and_logs_one_run_with_the_checkpoint(capsys, tmp_path
     assert run_.info.status == "FINISHED"
     assert run_.data.params["model.mixer"] == "ssog" and run_.data.params["data.resolution"] == "16"
     assert [m.step for m in client.get_metric_history(run_.info.run_id, "val_top1")] == [1, 2]
+    # logged as a study trial is: constants as params, epoch as the step, did_not_train as a tag
+    assert not {"epoch", "params", "flops_per_image", "did_not_train"} & set(run_.data.metrics)
+    assert int(run_.data.params["params"]) == metrics["params"] and "flops_per_image" in run_.data.params
+    assert run_.data.tags["vitscale.did_not_train"] in ("true", "false")
     assert [a.path for a in client.list_artifacts(run_.info.run_id, "checkpoint")] == [
         "checkpoint/checkpoint.pt"
     ]
@@ -113,7 +117,7 @@ def test_killed_run_resumes_in_the_same_mlflow_run(tmp_path):
     run_id = (ckpt / "mlflow_run_id").read_text().strip()
     assert final["mlflow_run_id"] == run_id and final["epoch"] == 4
     client = MlflowClient(tracking_uri=uri)
-    assert [m.step for m in client.get_metric_history(run_id, "epoch")] == [1, 2, 3, 4]
+    assert [m.step for m in client.get_metric_history(run_id, "val_loss")] == [1, 2, 3, 4]
     assert client.get_run(run_id).info.status == "FINISHED"
 
 

@@ -174,6 +174,12 @@ def constant_params(result: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _plain(result[k]) for k in CONSTANT_METRICS if isinstance(result.get(k), int | float)}
 
 
+def epoch_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """What of one epoch's metrics MLflow logs as metrics: not the constants (params), the epoch
+    (the step) nor did_not_train (a tag)."""
+    return {k: v for k, v in metrics.items() if k not in CONSTANT_METRICS and k not in UNLOGGED_METRICS}
+
+
 def _plain(value: float) -> int | float:
     """12345.0 -> 12345 (a count reads as one), other values as they are."""
     return int(value) if float(value).is_integer() else float(value)

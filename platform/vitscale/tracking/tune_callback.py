@@ -62,14 +62,14 @@ def mlflow_run_id(trial_id: str, timeout: float = 5.0) -> str | None:
         return run_id
 
 
-_NOT_METRICS = {*_TUNE_KEYS, "config", *layout.CONSTANT_METRICS, *layout.UNLOGGED_METRICS}
+_NOT_TUNE_METRICS = {*_TUNE_KEYS, "config"}
 
 
 def result_metrics(result: dict) -> dict:
     """The MLflow metrics of one Tune result: what changes over epochs. Not Tune's bookkeeping, the
     config, the constants (logged as params at the end: `layout.constant_params`), the epoch (the
     step) nor did_not_train (a tag)."""
-    return {k: v for k, v in result.items() if k not in _NOT_METRICS}
+    return layout.epoch_metrics({k: v for k, v in result.items() if k not in _NOT_TUNE_METRICS})
 
 
 def completion_tags(result: dict) -> tuple[dict[str, str], str]:

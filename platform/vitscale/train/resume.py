@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from vitscale.errors import UserError, make_folder
-from vitscale.tracking import queued, store
+from vitscale.tracking import layout, queued, store
 from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT
 from vitscale.train.checkpoint import find_checkpoint, load_checkpoint
 from vitscale.train.config import TrialConfig
@@ -63,7 +63,7 @@ def train_trial(
 
     def report(metrics: dict[str, float], _checkpoint: Path | None) -> None:
         if client is not None and metrics["epoch"] > logged:  # a resumed run logs each epoch once
-            store.log_metrics(client, run_id, metrics, step=int(metrics["epoch"]))
+            log_epoch(client, run_id, metrics)
 
     status = "FAILED"
     try:
@@ -155,11 +155,22 @@ def mlflow_run(client, experiment: str, checkpoint_dir: Path | None, resume: boo
     return run_id
 
 
+def log_epoch(client, run_id: str, metrics: dict[str, float]) -> None:
+    """One epoch as a study trial logs it: what changes as metrics at step=epoch, the constants
+    (parameter count, FLOPs per image) as params, did_not_train as its tag."""
+    store.log_metrics(client, run_id, layout.epoch_metrics(metrics), step=int(metrics["epoch"]))
+    store.log_params(client, run_id, layout.constant_params(metrics))
+    if "did_not_train" in metrics:
+        store.set_tags(
+            client, run_id, {layout.DID_NOT_TRAIN: "true" if metrics["did_not_train"] else "false"}
+        )
+
+
 def _log_missed_epochs(client, run_id: str, checkpoint_dir: Path) -> int:
     """Log the epochs the checkpoint holds but MLflow missed; the last epoch MLflow now has."""
     logged = max(client.queue.steps.get(run_id, -1), store.last_logged_step(client, run_id))
     for metrics in load_checkpoint(find_checkpoint(checkpoint_dir)).history:
         if metrics["epoch"] > logged:
-            store.log_metrics(client, run_id, metrics, step=int(metrics["epoch"]))
+            log_epoch(client, run_id, metrics)
             logged = int(metrics["epoch"])
     return logged
