@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from vitscale.cli.analyze_cmd import resolve_study
-from vitscale.cli.ui_cmd import SERVER_WARNING_FILTERS, answers_http, server_env
+from vitscale.cli.local_server import answers_http
+from vitscale.cli.ui_cmd import SERVER_WARNING_FILTERS, server_env
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -18,6 +18,7 @@ import typer
 
 from vitscale.cli.analyze_cmd import study_file
 from vitscale.cli.app import app
+from vitscale.cli.local_server import serve
 from vitscale.errors import UserError
 
 
@@ -77,8 +78,12 @@ def dashboard(
         raise UserError("optuna-dashboard is not installed; pip install -e '.[dashboard]'")
     if others:
         print(others, flush=True)
-    print(
-        f"optuna-dashboard on http://{host}:{port} for {study.label} ({study.url}; Ctrl-C stops it)",
-        flush=True,
+    local = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    print(f"starting optuna-dashboard for {study.label} ({study.url}) ...", flush=True)
+    serve(
+        [program, study.url, "--host", host, "--port", str(port)],
+        env=None,
+        health_url=f"http://{local}:{port}/",
+        ready_line=f"optuna-dashboard on http://{host}:{port} for {study.label} (Ctrl-C stops it)",
+        name="optuna-dashboard",
     )
-    os.execv(program, [program, study.url, "--host", host, "--port", str(port)])

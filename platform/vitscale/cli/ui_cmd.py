@@ -1,11 +1,7 @@
 """`vitscale ui`: the MLflow UI for a study's store, on 127.0.0.1.
 
-The server is a child process in its own process group: its URL is printed once it answers HTTP
-(MLflow takes tens of seconds to start, and a URL that refuses connections looks broken), and
-Ctrl-C stops both. The terminal's SIGINT does not reach the server: uvicorn re-raises a SIGINT
-after its own shutdown, and asyncio turns that into a KeyboardInterrupt traceback through the
-app's lifespan task; vitscale sends the group SIGTERM instead, which uvicorn shuts down on cleanly. It
-runs one worker (a local UI has one user; MLflow's default four start four times slower and
+The server is a child process (`cli.local_server`: URL printed once it answers, Ctrl-C stops
+it without a traceback). It runs one worker (a local UI has one user; MLflow's default four start four times slower and
 print every warning four times) and without the deprecation warning MLflow's server triggers at
 import (`starlette.middleware.wsgi`), which is MLflow's to fix, not the user's.
 """
@@ -14,17 +10,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from typing import Annotated
 
 import typer
 
 from vitscale.cli.app import app
+from vitscale.cli.local_server import serve
 from vitscale.errors import UserError
 from vitscale.tracking.layout import DEFAULT_TRACKING_URI
 
@@ -32,8 +24,6 @@ RUNS_PAGE = "#/experiments?workflowType=machine_learning"
 # PYTHONWARNINGS entries the server starts with: MLflow's server imports a Starlette module
 # Starlette deprecated; one warning per worker process, nothing the user can act on.
 SERVER_WARNING_FILTERS = ("ignore:starlette.middleware.wsgi is deprecated",)
-STARTUP_TIMEOUT_S = 300.0  # a busy 2-core machine takes ~20 s
-SHUTDOWN_GRACE_S = 30.0
 
 
 def uri_is_server(uri: str) -> bool:
@@ -59,33 +49,6 @@ def server_env() -> dict[str, str]:
     return env
 
 
-def answers_http(url: str, timeout: float = 2.0) -> bool:
-    """True once something at `url` answers HTTP (any status: a server is there)."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            response.read(0)
-        return True
-    except urllib.error.HTTPError:
-        return True
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def wait_until_serving(process: subprocess.Popen, url: str, timeout_s: float, poll_s: float = 0.5) -> None:
-    """Return when `url` answers; raise UserError if the server exits or never answers."""
-    deadline = time.monotonic() + timeout_s
-    while not answers_http(url):
-        if process.poll() is not None:
-            raise UserError(
-                f"the MLflow server exited ({process.returncode}) before it answered at {url}; "
-                "its messages are above (a port in use? pass --port)"
-            )
-        if time.monotonic() > deadline:
-            stop(process, grace_s=0)
-            raise UserError(f"the MLflow server did not answer at {url} within {timeout_s:.0f} s")
-        time.sleep(poll_s)
-
-
 @app.command("ui")
 def ui(
     tracking_uri: Annotated[str, typer.Option(help="the store to show")] = DEFAULT_TRACKING_URI,
@@ -103,35 +66,12 @@ def ui(
     mlflow = shutil.which("mlflow") or os.path.join(os.path.dirname(sys.executable), "mlflow")
     local = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     print(f"starting the MLflow UI for {tracking_uri} ...", flush=True)
-    process = subprocess.Popen(
-        server_command(mlflow, tracking_uri, host, port), env=server_env(), start_new_session=True
+    # MLflow 3.x opens on its GenAI pages unless the URL (or the browser's last choice) asks for
+    # model training; the experiments vitscale makes are also tagged so (tracking.layout).
+    serve(
+        server_command(mlflow, tracking_uri, host, port),
+        env=server_env(),
+        health_url=f"http://{local}:{port}/health",
+        ready_line=f"MLflow UI on http://{host}:{port}/{RUNS_PAGE} (Ctrl-C stops it)",
+        name="the MLflow server",
     )
-    try:
-        wait_until_serving(process, f"http://{local}:{port}/health", STARTUP_TIMEOUT_S)
-        # MLflow 3.x opens on its GenAI pages unless the URL (or the browser's last choice) asks for
-        # model training; the experiments vitscale makes are also tagged so (tracking.layout).
-        print(f"MLflow UI on http://{host}:{port}/{RUNS_PAGE} (Ctrl-C stops it)", flush=True)
-        code = process.wait()
-    except KeyboardInterrupt:
-        stop(process, grace_s=SHUTDOWN_GRACE_S)
-        raise
-    except BaseException:
-        stop(process, grace_s=0)
-        raise
-    if code:
-        raise typer.Exit(code)
-
-
-def stop(process: subprocess.Popen, grace_s: float) -> None:
-    """SIGTERM the server's process group (`mlflow ui` runs uvicorn as its child), give it
-    `grace_s` to shut down, then SIGKILL what is left."""
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=wait_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
