@@ -3,26 +3,17 @@ warnings; `vitscale --version`; a study file's name (`tuned_quickstart`) reads a
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_servers import free_port, serve_then_interrupt
 
 from vitscale.cli.analyze_cmd import resolve_study
-from vitscale.cli.local_server import answers_http
 from vitscale.cli.ui_cmd import SERVER_WARNING_FILTERS, server_env
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_the_server_env_keeps_the_users_warning_filters_and_job_setting(monkeypatch):
@@ -40,27 +31,13 @@ def test_ui_prints_its_url_only_once_the_server_answers_and_no_deprecation_warni
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     MlflowClient(tracking_uri=uri).search_experiments()  # the store exists
-    port = _free_port()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "vitscale", "ui", "--tracking-uri", uri, "--port", str(port)],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # Ctrl-C below reaches its whole group, as in a terminal
+    port = free_port()
+    _, err = serve_then_interrupt(
+        ["ui", "--tracking-uri", uri, "--port", str(port)],
+        tmp_path,
+        "MLflow UI on",
+        f"http://127.0.0.1:{port}/health",
     )
-    try:
-        for line in proc.stdout:
-            if line.startswith("MLflow UI on"):
-                assert answers_http(f"http://127.0.0.1:{port}/health"), line  # printed after it answers
-                break
-        else:
-            pytest.fail(f"no URL line; stderr: {proc.stderr.read()[-2000:]}")
-    finally:
-        os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
     assert "Warning" not in err, err[-3000:]
     assert "Traceback" not in err, err[-3000:]
 
