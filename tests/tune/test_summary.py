@@ -103,3 +103,26 @@ def test_a_benchmark_has_one_front_per_resolution(capsys):
     at_64 = out.split("Pareto front at 64 px")[1]
     assert "ssog" in at_64 and "attention" not in at_64
     assert out.strip().splitlines()[-1] == "execution folder: /r/bench/20260101-000000"
+
+
+def test_a_benchmark_configuration_reads_mixer_regime_backend_without_derived_constants():
+    objectives = [("images_per_second", "max"), ("peak_memory_mb", "min")]
+
+    def config(mixer, backend, params, seed):
+        values = {
+            "bench.attention_backend": backend,
+            "bench.mixer": mixer,
+            "bench.regime": "discrete",
+            "bench.seed": str(seed),
+            "model.image_size": "32",
+            "flops_per_image": str(params * 31),
+            "params": str(params),
+        }
+        return row(
+            f"{mixer}-{backend}", params=values, images_per_second=1e5 - params, peak_memory_mb=params / 1e3
+        )
+
+    trials = [config("attention", "sdpa", 35524, 0), config("attention", "math", 35524, 0)]
+    trials.append(config("ssog", "none", 30000, 0))
+    labels = sorted(c.label for c in best_by_seed_mean(trials, objectives, BENCH)[32])
+    assert labels == ["attention · math", "attention · sdpa", "ssog · none"]

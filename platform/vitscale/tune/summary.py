@@ -167,13 +167,25 @@ def label_keys(rows: list[TrialRow], spec, drop=()) -> list[str]:
     groups: dict[str, list[dict]] = {}
     for row in rows:
         groups.setdefault(row.config_key or row.name, []).append(row.params)
-    names = sorted({k for row in rows for k in row.params} - set(SEED_PARAMS) - set(drop))
+    derived = set(layout.CONSTANT_METRICS)  # params, flops_per_image: follow from the configuration
+    names = sorted(
+        {k for row in rows for k in row.params} - set(SEED_PARAMS) - set(drop) - derived, key=_label_order
+    )
     per_group = [{name: {p.get(name) for p in members} for name in names} for members in groups.values()]
     return [
         name
         for name in names
         if all(len(g[name]) == 1 for g in per_group) and len({next(iter(g[name])) for g in per_group}) > 1
     ]
+
+
+LEADING_LABEL_LEAVES = ("mixer", "regime")  # a configuration reads 'attention · discrete · sdpa'
+
+
+def _label_order(name: str) -> tuple[int, str]:
+    leaf = name.rsplit(".", 1)[-1]
+    rank = LEADING_LABEL_LEAVES.index(leaf) if leaf in LEADING_LABEL_LEAVES else len(LEADING_LABEL_LEAVES)
+    return rank, name
 
 
 def label_values(params: dict[str, str], keys: list[str]) -> dict[str, Any]:
