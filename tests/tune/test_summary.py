@@ -119,7 +119,7 @@ def test_a_benchmark_configuration_reads_mixer_regime_backend_without_derived_co
             "params": str(params),
         }
         return row(
-            f"{mixer}-{backend}", params=values, images_per_second=1e5 - params, peak_memory_mb=params / 1e3
+            f"{mixer}-{backend}", params=values, images_per_second=1e5 - params, peak_memory_mb=1e6 / params
         )
 
     trials = [config("attention", "sdpa", 35524, 0), config("attention", "math", 35524, 0)]
