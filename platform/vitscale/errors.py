@@ -80,3 +80,13 @@ class TeacherMismatch(UserError, TrialFailure):
     """
 
     reason = "teacher_mismatch"
+
+
+class StudyInterrupted(Exception):
+    """Ctrl-C (SIGINT) or SIGTERM stopped a study gracefully: Tune saved its state, unfinished
+    trials are KILLED, and `vitscale study resume` continues it. The CLI prints the message and
+    exits 128 + the signal number (130, 143), as a shell reports a process the signal ended."""
+
+    def __init__(self, message: str, signal_number: int) -> None:
+        super().__init__(message)
+        self.exit_code = 128 + signal_number

@@ -23,7 +23,7 @@ from vitscale.cli import (  # noqa: F401
     ui_cmd,
 )
 from vitscale.cli.app import app
-from vitscale.errors import TrialFailure, UserError
+from vitscale.errors import StudyInterrupted, TrialFailure, UserError
 from vitscale.validation import error_lines
 
 try:  # Typer >= 0.26 vendors click: its exceptions are not click's, so catch both kinds.
@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: {exc.format_message()}{where}", file=sys.stderr)
         sys.exit(2)
     except EXITS as exc:
+        sys.exit(exc.exit_code)
+    except StudyInterrupted as exc:  # a study stopped by Ctrl-C / SIGTERM: 130 / 143
+        print(f"stopped: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except UserError as exc:
         # Some user errors carry several problems (a spec file): one line each.

@@ -27,7 +27,7 @@ from vitscale.errors import UserError
 from vitscale.study import count_trials
 from vitscale.study.comparison import arm_list, arm_study, arm_values, final_study
 from vitscale.tracking import layout, parent_summary, queued, store
-from vitscale.tune import optuna_study, signed_storage
+from vitscale.tune import interrupt, optuna_study, signed_storage
 from vitscale.tune.phase_callback import PhaseCallback
 from vitscale.tune.progress import ProgressCallback
 from vitscale.tune.selection import choose
@@ -66,10 +66,17 @@ def _fit(execution, phase: str, phase_spec, callback, progress, search=None, ver
         tuner = build_tuner(
             phase_execution, verbose, callback=callback, search=search, progress=progress, optuna_name=name
         )
-    try:
-        return tuner.fit()
-    finally:
-        _drain(execution)
+    with interrupt.graceful() as stop:
+        try:
+            results = tuner.fit()
+        except KeyboardInterrupt:
+            if stop.signal is None:
+                raise
+        finally:
+            _drain(execution)
+    if stop.signal is not None:  # before an arm's point is chosen from a partial tuning phase
+        interrupt.record_interrupt(execution, stop)
+    return results
 
 
 def _callback(execution, phase_spec, phase: str, arm: dict | None) -> PhaseCallback:

@@ -22,7 +22,7 @@ from vitscale.errors import UserError
 from vitscale.study import StudySpec, count_trials, dump_spec, load_study, spec_hash
 from vitscale.tracking import parent_summary, queued, store
 from vitscale.train.from_mlflow import resolve_spec_teachers
-from vitscale.tune import cluster, jobs, optuna_study, signed_storage, state_digest
+from vitscale.tune import cluster, interrupt, jobs, optuna_study, signed_storage, state_digest
 from vitscale.tune import storage as storage_mod
 from vitscale.tune.comparison import borrowed_state, run_comparison, save_state
 from vitscale.tune.storage import LATEST_FILE, STATE_FILE
@@ -217,10 +217,16 @@ def _fit_and_summarise(tuner, execution: StudyExecution):
     # MLflow writes go through the execution's write queue (tracking.queue); on resume, first send
     # what a driver killed during a tracking outage left queued.
     queued.open_pending(execution.directory, execution.tracking_uri)
-    try:
-        results = tuner.fit()
-    finally:
-        tracking = queued.close_all()
+    with interrupt.graceful() as stop:
+        try:
+            results = tuner.fit()
+        except KeyboardInterrupt:
+            if stop.signal is None:
+                raise
+        finally:
+            tracking = queued.close_all()
+    if stop.signal is not None:
+        interrupt.record_interrupt(execution, stop)
     if tracking.pending:
         raise UserError(
             f"{tracking.line()}; the tracking server {execution.tracking_uri} is still unreachable"

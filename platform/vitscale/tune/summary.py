@@ -72,16 +72,14 @@ def child_runs(client, experiment_id: str, parent_run_id: str) -> list:
             return runs
 
 
-def close_orphans(client, execution, live_trial_ids: set[str]) -> None:
+def close_orphans(
+    client, execution, live_trial_ids: set[str], reason: str = "driver stopped before it finished"
+) -> None:
     """Child runs left RUNNING by a killed driver whose trial Tune no longer knows: KILLED."""
     for run in child_runs(client, execution.experiment_id, execution.parent_run_id):
         tags = run.data.tags
         if tags.get(layout.STATUS) == "RUNNING" and tags.get(layout.TRIAL_ID) not in live_trial_ids:
-            store.set_tags(
-                client,
-                run.info.run_id,
-                {layout.STATUS: "KILLED", layout.FAILURE_REASON: "driver stopped before it finished"},
-            )
+            store.set_tags(client, run.info.run_id, {layout.STATUS: "KILLED", layout.FAILURE_REASON: reason})
             client.set_terminated(run.info.run_id, "KILLED")
 
 
