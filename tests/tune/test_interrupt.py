@@ -66,18 +66,29 @@ def _check_the_record(uri):
     return sum(r.data.tags["vitscale.status"] == "FINISHED" for r in runs)
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_ctrl_c_stops_the_study_truthfully_and_resume_finishes_the_plan(tmp_path):
+def _stopped_by(tmp_path, send) -> tuple[int, str, str, object]:
+    """(exit code, output, tracking URI, storage) of a study that `send(driver)` signalled."""
     results = tmp_path / "results"
     with open(tmp_path / "driver.log", "w") as log:
         driver, uri = _run_until_a_trial_finished(tmp_path, results, log)
-        os.killpg(driver.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends: the whole group
-        code = driver.wait(timeout=300)
+        send(driver)
+        try:
+            code = driver.wait(timeout=300)
+        except subprocess.TimeoutExpired:
+            driver.kill()
+            raise
     output = (tmp_path / "driver.log").read_text()
+    assert "Traceback" not in output and "Tuner.restore" not in output, output[-3000:]
+    return code, output, uri, results
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_ctrl_c_stops_the_study_truthfully_and_resume_finishes_the_plan(tmp_path):
+    # what Ctrl-C in a terminal sends: SIGINT to the whole process group
+    code, output, uri, results = _stopped_by(tmp_path, lambda driver: os.killpg(driver.pid, signal.SIGINT))
     assert code == 130, output[-3000:]
     assert f"vitscale study resume {results / 'interrupt-tiny'}" in output, output[-3000:]
-    assert "Traceback" not in output and "Tuner.restore" not in output, output[-3000:]
     assert _check_the_record(uri) < 4
 
     done = vitscale(
@@ -93,16 +104,7 @@ def test_ctrl_c_stops_the_study_truthfully_and_resume_finishes_the_plan(tmp_path
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_sigterm_stops_the_study_truthfully_with_exit_143(tmp_path):
-    results = tmp_path / "results"
-    with open(tmp_path / "driver.log", "w") as log:
-        driver, uri = _run_until_a_trial_finished(tmp_path, results, log)
-        driver.send_signal(signal.SIGTERM)  # a process manager's stop: the driver alone
-        try:
-            code = driver.wait(timeout=300)
-        except subprocess.TimeoutExpired:
-            driver.kill()
-            raise
-    output = (tmp_path / "driver.log").read_text()
-    assert code == 143, output[-3000:]
-    assert "vitscale study resume" in output and "Traceback" not in output, output[-3000:]
+    # a process manager's stop: SIGTERM to the driver alone
+    code, output, uri, _ = _stopped_by(tmp_path, lambda driver: driver.send_signal(signal.SIGTERM))
+    assert code == 143 and "vitscale study resume" in output, output[-3000:]
     _check_the_record(uri)

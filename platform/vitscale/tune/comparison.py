@@ -66,16 +66,8 @@ def _fit(execution, phase: str, phase_spec, callback, progress, search=None, ver
         tuner = build_tuner(
             phase_execution, verbose, callback=callback, search=search, progress=progress, optuna_name=name
         )
-    with interrupt.graceful() as stop:
-        try:
-            results = tuner.fit()
-        except KeyboardInterrupt:
-            if stop.signal is None:
-                raise
-        finally:
-            _drain(execution)
-    if stop.signal is not None:  # before an arm's point is chosen from a partial tuning phase
-        interrupt.record_interrupt(execution, stop)
+    # A stop raises here: before an arm's point is chosen from a partial tuning phase.
+    results, _ = interrupt.fit(tuner, execution, flush=lambda: _drain(execution))
     return results
 
 

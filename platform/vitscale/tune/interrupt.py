@@ -15,9 +15,10 @@ import contextlib
 import logging
 import os
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from vitscale.errors import StudyInterrupted
 from vitscale.tracking import store
@@ -118,3 +119,19 @@ def record_interrupt(execution, stop: Stop) -> NoReturn:
         f"KILLED: continue with `{command}`",
         stop.signal or signal.SIGINT,
     )
+
+
+def fit(tuner, execution, flush: Callable[[], Any]) -> tuple[Any, Any]:
+    """(`tuner.fit()`'s results, `flush()`'s value): the fit within `graceful()`, then `flush`
+    (send the write queue) whether it ended or was stopped; a stop is recorded and raised."""
+    with graceful() as stop:
+        try:
+            results = tuner.fit()
+        except KeyboardInterrupt:
+            if stop.signal is None:
+                raise
+        finally:
+            flushed = flush()
+    if stop.signal is not None:
+        record_interrupt(execution, stop)
+    return results, flushed

@@ -217,16 +217,7 @@ def _fit_and_summarise(tuner, execution: StudyExecution):
     # MLflow writes go through the execution's write queue (tracking.queue); on resume, first send
     # what a driver killed during a tracking outage left queued.
     queued.open_pending(execution.directory, execution.tracking_uri)
-    with interrupt.graceful() as stop:
-        try:
-            results = tuner.fit()
-        except KeyboardInterrupt:
-            if stop.signal is None:
-                raise
-        finally:
-            tracking = queued.close_all()
-    if stop.signal is not None:
-        interrupt.record_interrupt(execution, stop)
+    results, tracking = interrupt.fit(tuner, execution, flush=queued.close_all)
     if tracking.pending:
         raise UserError(
             f"{tracking.line()}; the tracking server {execution.tracking_uri} is still unreachable"
