@@ -4,6 +4,12 @@ A study's `search.seeds` asks for every sampled configuration to be trained once
 seed its own trial. `ReplicatedSearcher` wraps the Optuna searcher: it asks Optuna for a new point
 once, hands it out with each seed in turn, and tells Optuna the mean over the replicates when the
 last one has finished, so the sampler learns from seed-averaged objectives instead of noise.
+
+Optuna's RDB is written at once, Tune's snapshot of this searcher every few seconds: a driver
+killed in between leaves Optuna ahead of the state a resume restores. A point Optuna already
+holds as finished is not reported or told again (Optuna refuses to update a finished trial), and
+an Optuna trial asked for a Tune trial no snapshot saw is closed as FAIL, marked `abandoned`
+(tests/tune/test_replicates_kill_points.py kills the driver at 10 points around a tell).
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ class ReplicatedSearcher(Searcher):
         self.parent_run_id = parent_run_id
         self._open: _Group | None = None
         self._groups: dict[str, _Group] = {}  # trial id -> its group
+        self._finished_before_restore: set[int] = set()  # Optuna trial numbers (see the docstring)
 
     def set_search_properties(self, metric, mode, config, **spec) -> bool:
         return self.inner.set_search_properties(metric, mode, config, **spec)
@@ -81,7 +88,9 @@ class ReplicatedSearcher(Searcher):
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:
         group = self._groups.get(trial_id)
-        if group is not None and trial_id == group.inner_id and not result.get(RESULT_FAILURE_REASON):
+        if group is None or trial_id != group.inner_id or result.get(RESULT_FAILURE_REASON):
+            return
+        if not self._told_before_restore(group.inner_id):
             self.inner.on_trial_result(trial_id, result)
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
@@ -92,6 +101,8 @@ class ReplicatedSearcher(Searcher):
         group.results[trial_id] = None if failed else result
         if group.seeds_left or len(group.results) < len(group.trial_ids):
             return  # replicates still to come or running
+        if self._told_before_restore(group.inner_id):
+            return  # the killed driver told Optuna after the snapshot this state came from
         self._record_runs(group)
         finished = [r for r in group.results.values() if r is not None]
         if not finished:
@@ -117,6 +128,28 @@ class ReplicatedSearcher(Searcher):
         import optuna
 
         return len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)))
+
+    def _told_before_restore(self, inner_id: str) -> bool:
+        trial = self._optuna_trial(inner_id)
+        return trial is not None and trial.number in self._finished_before_restore
+
+    def _reconcile_with_optuna(self) -> None:
+        """After a restore: note which points Optuna already finished, and close as FAIL the
+        Optuna trials a killed driver asked for after this state was saved (nothing will tell them)."""
+        study = getattr(self.inner, "_ot_study", None)
+        if study is None:
+            return
+        import optuna
+
+        known = {t.number for t in getattr(self.inner, "_ot_trials", {}).values()}
+        for trial in study.get_trials(deepcopy=False):
+            if trial.state.is_finished():
+                self._finished_before_restore.add(trial.number)
+            elif trial.state == optuna.trial.TrialState.RUNNING and trial.number not in known:
+                study._storage.set_trial_user_attr(
+                    trial._trial_id, "abandoned", "asked by a driver killed before Tune saved its state"
+                )
+                study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
 
     def _note(self, inner_id: str, **attrs: Any) -> None:
         trial = self._optuna_trial(inner_id)
@@ -148,6 +181,8 @@ class ReplicatedSearcher(Searcher):
         staging copy was verified as it was copied there) or the execution's record vouches for them
         (see tune.state_digest)."""
         self.__dict__.update(pickle.loads(state_digest.read_verified(Path(checkpoint_path))))
+        self.__dict__.setdefault("_finished_before_restore", set())  # a state saved before it existed
+        self._reconcile_with_optuna()
 
 
 def _is_number(value: Any) -> bool:
