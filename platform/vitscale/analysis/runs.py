@@ -230,6 +230,7 @@ def _check_store(study: str, uri: str) -> None:
     elif uri.startswith("sqlite:///"):
         if not Path(uri.removeprefix("sqlite:///")).is_file():
             raise UserError(_missing(study, uri) + " (the store does not exist)")
+        store.check_tracking_uri(uri)  # a damaged file: one line
     elif uri.startswith("file:") or "://" not in uri:
         if not Path(uri.removeprefix("file://").removeprefix("file:")).is_dir():
             raise UserError(_missing(study, uri) + " (the store does not exist)")

@@ -79,7 +79,23 @@ def _read_jsonl(path: Path) -> list[dict]:
     if end < len(data):
         with path.open("r+b") as handle:
             handle.truncate(end)
-    return [json.loads(line) for line in data[:end].splitlines() if line.strip()]
+    records = []
+    for number, line in enumerate(data[:end].splitlines(), start=1):
+        if line.strip():
+            records.append(_parsed(line, path, f"line {number}"))
+    return records
+
+
+def _parsed(text: bytes | str, path: Path, where: str) -> Any:
+    """One JSON value of the queue's files, or a UserError naming the file: a damaged queue is
+    the user's to set aside (its unsent writes are then lost), never a traceback."""
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(
+            f"{path}: {where} is not JSON ({getattr(exc, 'msg', exc)}): this study's MLflow write queue is "
+            f"damaged; move {path.parent} aside to go on without the writes it still holds"
+        ) from None
 
 
 class WriteQueue:
@@ -101,7 +117,9 @@ class WriteQueue:
         self._cond = threading.Condition()
         self._ids = {r["ref"]: r["id"] for r in _read_jsonl(self.directory / "ids.jsonl")}
         cursor_file = self.directory / "cursor.json"
-        cursor = json.loads(cursor_file.read_text()) if cursor_file.is_file() else {}
+        cursor = (
+            _parsed(cursor_file.read_bytes(), cursor_file, "its content") if cursor_file.is_file() else {}
+        )
         self._done = cursor.get("done", 0)
         self._delayed = cursor.get("delayed", 0)
         self._rejected = cursor.get("rejected", 0)

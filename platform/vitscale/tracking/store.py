@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from vitscale.errors import UserError
+from vitscale.sqlite_files import check_sqlite
 from vitscale.tracking import layout, provenance
 
 MAX_PARAM_CHARS = 6000
@@ -38,6 +39,11 @@ def check_tracking_uri(uri: str, *, remote_driver: bool = False, timeout: float 
             "start an MLflow server (infra/mlflow or infra/local/mlflow-up.sh) and pass "
             "--tracking-uri http://HOST:5000"
         )
+    check_sqlite(
+        uri,
+        "tracking.uri",
+        "restore it from a copy, or pass another --tracking-uri (a new file starts an empty store)",
+    )
     if uri.startswith(("http://", "https://")):
         try:
             with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout) as resp:

@@ -33,6 +33,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from vitscale.errors import UserError
+from vitscale.sqlite_files import check_sqlite
 from vitscale.study import StudySpec
 from vitscale.study.comparison import arm_list
 from vitscale.study.distributions import label
@@ -110,11 +111,32 @@ def completed_trials(url: str, name: str) -> int | None:
     return len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)))
 
 
+DAMAGED_FIX = (
+    "restore it from a copy, or start a new execution with `vitscale study run` (its search starts over)"
+)
+
+
+def check_resumable(directory: Path, url: str, name: str) -> None:
+    """Before a resume: every Optuna DB of the execution reads as SQLite, and the study's own one
+    (sampler studies) still holds the study `name` (an emptied or replaced file does not)."""
+    for db in sorted(directory.glob(f"tune-*/{DB_FILE}")):
+        check_sqlite(f"sqlite:///{db}", "optuna.db", DAMAGED_FIX)
+    if not url:
+        return
+    check_sqlite(url, "optuna.db", DAMAGED_FIX)
+    if completed_trials(url, name) is None:
+        raise UserError(
+            f"optuna.db: {url} holds no Optuna study {name!r} (emptied or replaced?), so the search "
+            f"cannot go on; {DAMAGED_FIX}"
+        )
+
+
 def prepare(spec, url: str, name: str | None = None) -> int:
     """Create the Optuna study `name` (default: the study's; enqueueing start points, naming its
     metrics) or find it; the finished trials it holds."""
     import optuna
 
+    check_sqlite(url, "optuna.db", DAMAGED_FIX)
     name = name or spec.name
     done = completed_trials(url, name)
     if done is not None:

@@ -188,6 +188,7 @@ def resume_study(
     execution = StudyExecution.load(directory)
     state_digest.verify_folder(directory)  # before Tune unpickles anything in it
     store.check_tracking_uri(execution.tracking_uri)
+    optuna_study.check_resumable(directory, execution.optuna_storage, execution.spec.name)
     cluster.connect(address, num_cpus=num_cpus)
     cluster.preflight(execution.spec.resources.cpu, execution.spec.resources.gpu, allow_autoscale)
     storage_mod.check_shared(directory.parent.parent)

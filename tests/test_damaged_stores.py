@@ -1,0 +1,102 @@
+"""Damaged state is one line naming the file and the fix, never a traceback: a garbled or
+truncated SQLite store (mlflow.db, optuna.db), an emptied optuna.db at resume, a garbled line of
+the MLflow write queue."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+
+import optuna
+import pytest
+
+from vitscale.errors import UserError
+from vitscale.sqlite_files import check_sqlite
+from vitscale.tracking.queue import WriteQueue
+from vitscale.tune.optuna_study import DB_FILE, check_resumable
+
+
+def _store(path, rows=2000):
+    with sqlite3.connect(path) as db:
+        db.execute("create table t (k integer primary key, v text)")
+        db.executemany("insert into t (v) values (?)", [("x" * 200,) for _ in range(rows)])
+    return path
+
+
+def _garble(path):
+    data = bytearray(path.read_bytes())
+    data[:100] = b"\x00" * 100  # the header
+    path.write_bytes(bytes(data))
+
+
+def _truncate(path):
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 3])
+
+
+@pytest.mark.parametrize("damage", [_garble, _truncate])
+def test_a_damaged_sqlite_file_is_one_line_naming_it(tmp_path, damage):
+    path = _store(tmp_path / "mlflow.db")
+    check_sqlite(f"sqlite:///{path}", "tracking.uri", "fix it")  # sound: passes
+    damage(path)
+    with pytest.raises(UserError) as caught:
+        check_sqlite(f"sqlite:///{path}", "tracking.uri", "restore it from a copy")
+    message = str(caught.value)
+    assert message.startswith(f"tracking.uri: {path} is not a sound SQLite database (")
+    assert message.endswith("restore it from a copy") and "\n" not in message
+
+
+def test_an_absent_or_empty_file_is_a_new_store(tmp_path):
+    check_sqlite(f"sqlite:///{tmp_path / 'absent.db'}", "tracking.uri", "")
+    (tmp_path / "empty.db").write_bytes(b"")
+    check_sqlite(f"sqlite:///{tmp_path / 'empty.db'}", "tracking.uri", "")
+    check_sqlite("http://127.0.0.1:5000", "tracking.uri", "")  # not a file: not ours to check
+
+
+def test_analyze_of_a_garbled_store_is_one_line_and_exit_2(tmp_path):
+    path = _store(tmp_path / "mlflow.db")
+    _garble(path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "vitscale", "analyze", "quickstart", "--tracking-uri", f"sqlite:///{path}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    errors = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and errors[0].startswith(f"error: tracking.uri: {path} is not a sound SQLite")
+
+
+def test_resume_refuses_an_emptied_or_garbled_optuna_db_in_one_line(tmp_path):
+    url = f"sqlite:///{tmp_path / DB_FILE}"
+    optuna.create_study(study_name="tpe-study", storage=url).optimize(lambda t: t.suggest_float("x", 0, 1), 2)
+    check_resumable(tmp_path, url, "tpe-study")  # as written: resumable
+    (tmp_path / DB_FILE).write_bytes(b"")  # emptied
+    with pytest.raises(UserError, match=r"holds no Optuna study 'tpe-study' \(emptied or replaced\?\)"):
+        check_resumable(tmp_path, url, "tpe-study")
+    arm = tmp_path / "tune-0"
+    arm.mkdir()
+    _garble(_store(arm / DB_FILE))
+    with pytest.raises(UserError, match=r"^optuna\.db: .*tune-0/optuna\.db is not a sound SQLite database"):
+        check_resumable(tmp_path, "", "comparison")  # a comparison arm's database
+
+
+@pytest.mark.parametrize("name", ["journal.jsonl", "ids.jsonl", "cursor.json"])
+def test_a_garbled_write_queue_file_is_one_line_naming_it(tmp_path, name):
+    queue = tmp_path / "queue"
+    queue.mkdir()
+    lines = {
+        "journal.jsonl": '{"seq": 0, "op": "x", "run": null}\n',
+        "ids.jsonl": '{"ref": "a", "id": "b"}\n',
+    }
+    for file, good in lines.items():
+        (queue / file).write_text(good)
+    (queue / "cursor.json").write_text('{"done": 0}')
+    path = queue / name
+    text = path.read_text()
+    path.write_text(text.replace("}", "} garbled", 1) + text if name != "cursor.json" else '{"done": 0')
+    with pytest.raises(UserError) as caught:
+        WriteQueue(queue, f"sqlite:///{tmp_path / 'mlflow.db'}")
+    message = str(caught.value)
+    assert message.startswith(f"{path}: ") and "is not JSON" in message and f"move {queue} aside" in message
