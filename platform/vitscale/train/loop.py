@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from vitscale import data as vdata
 from vitscale.device import resolve_device
 from vitscale.errors import TrialDiverged, TrialOutOfMemory
-from vitscale.models import build, solver_errors
+from vitscale.models import build
 from vitscale.models.config import ModelConfig
 from vitscale.models.measure import count_params
 from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT, write_predictions
@@ -267,7 +267,7 @@ def _train_epoch(
                     loss = loss + extra
             after_forward, step_nfe = model.nfe_count, model.last_nfe
             optimizer.zero_grad(set_to_none=True)
-            with backward_guard(model):
+            with model.blocks.backward_guard():  # the regime's: what backward can fail with
                 loss.backward()
             if config.train.grad_clip is not None:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), config.train.grad_clip)
@@ -309,12 +309,3 @@ def _check_finite(loss_sum: torch.Tensor, epoch: int, first: int, last: int) -> 
     """The running loss sum is finite iff every loss so far was: check it once per window."""
     if not torch.isfinite(loss_sum):
         raise TrialDiverged(f"loss became non-finite at epoch {epoch}, within steps {first}-{last}")
-
-
-def backward_guard(model):
-    """With the adjoint method the ODE is solved again during backward: it can fail there too."""
-    blocks = getattr(model, "blocks", None)
-    config = getattr(model, "config", None)
-    if config is not None and config.regime == "ode" and config.ode.adjoint:
-        return solver_errors(config.ode, blocks.t_end)
-    return nullcontext()
