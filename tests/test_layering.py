@@ -20,8 +20,8 @@ import pytest
 # Bottom to top. A module of layer i may import modules of layers < i only.
 LAYERS: tuple[tuple[frozenset[str], str], ...] = (
     (
-        frozenset({"vitscale", "errors", "validation", "pareto"}),
-        "the shared vocabulary: exceptions, pydantic helpers, Pareto masks; no torch, nothing of vitscale",
+        frozenset({"vitscale", "errors", "validation", "pareto", "dotted"}),
+        "the shared vocabulary: exceptions, pydantic helpers, Pareto masks, dotted keys; no torch, nothing of vitscale",
     ),
     (frozenset({"models", "device"}), "a ViT from one ModelConfig, and which torch device to use"),
     (frozenset({"data", "tracking"}), "data sets (registered like mixers) and the MLflow layout and store"),

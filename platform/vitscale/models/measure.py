@@ -112,9 +112,7 @@ def mixing_flops(mixer: nn.Module, grid_hw: tuple[int, int], prefix_tokens: int 
     param = next(mixer.parameters(), None)  # parameter-free mixers: counted on the meta device
     device, dtype = (param.device, param.dtype) if param is not None else ("meta", torch.float32)
     tokens = prefix_tokens + grid_hw[0] * grid_hw[1]
-    linear = next((m for m in mixer.modules() if isinstance(m, nn.Linear)), None)
-    width = linear.in_features if linear is not None else mixer.width  # mixers without one state it
-    x = torch.randn(1, tokens, width, device=device, dtype=dtype)
+    x = torch.randn(1, tokens, mixer.width, device=device, dtype=dtype)
     with torch.no_grad(), flop_counter() as counter:
         mixer(x, grid_hw)
     counts = {name: sum(ops.values()) for name, ops in counter.get_flop_counts().items()}
@@ -152,9 +150,9 @@ def lipschitz_bound(
     mixers = _bounded(module)
     if not mixers:
         raise TypeError(f"{type(module).__name__} holds no mixer with a Lipschitz bound")
-    grid_hw = grid_hw or getattr(module, "build_grid", None) or getattr(mixers[0], "build_grid", None)
+    grid_hw = grid_hw or module.build_grid  # a model's, or a mixer's own (the mixer contract)
     if prefix_tokens is None:
-        prefix_tokens = getattr(module, "num_prefix_tokens", 1)
+        prefix_tokens = module.num_prefix_tokens if isinstance(module, VisionTransformer) else 1
     bound = max(float(m.lipschitz_bound(tuple(grid_hw), prefix_tokens)) for m in mixers)
     return bound if math.isfinite(bound) else float("inf")
 

@@ -121,6 +121,15 @@ def arm_key(arm: Mapping[str, Any]) -> str:
     return ",".join(f"{k}={_arm_value(v)}" for k, v in arm.items())
 
 
+ARM_FIELDS = ("model.mixer", "model.regime")  # a train study's arm: what ASHA rungs and `best` group by
+
+
+def train_arm(params: Mapping[str, Any]) -> str:
+    """A train study's arm of a trial's flat params: the ARM tag of its mixer and regime
+    ('model.mixer=ssog,model.regime=ode')."""
+    return arm_key({field: params.get(field) for field in ARM_FIELDS})
+
+
 def _arm_value(value: Any) -> str:
     return "+".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
 
