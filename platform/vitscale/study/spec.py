@@ -224,15 +224,6 @@ class StudySpec(_Section):
             self.scheduler.max_t = max_epochs(self)
         return self
 
-    @property
-    def metric(self) -> str:
-        """The first objective's metric: what ASHA and single-objective samplers optimise."""
-        return self.objectives[0].metric
-
-    @property
-    def mode(self) -> str:
-        return self.objectives[0].mode
-
 
 def max_epochs(spec: StudySpec) -> int:
     """The most epochs any trial can run: the base, or the top of a `train.epochs` parameter."""
