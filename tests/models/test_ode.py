@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import torch
 
@@ -40,13 +38,14 @@ def test_fixed_grid_step_size_sets_the_number_of_evaluations(tiny) -> None:
     assert model.last_nfe == 4 * 4  # four steps of four stages
 
 
-def test_forced_step_underflow_raises_solver_error_quickly(tiny) -> None:
+def test_forced_step_underflow_raises_solver_error_within_a_few_steps(tiny) -> None:
     ode = {"solver": "dopri5", "rtol": 1e-20, "atol": 1e-20, "max_num_steps": 10**6}
     model = build(tiny(mixer="ssog", regime="ode", ode=ode))
-    start = time.perf_counter()
     with pytest.raises(SolverError, match="underflow in dt") as info:
         model(torch.randn(2, 3, 8, 8))
-    assert time.perf_counter() - start < 10
+    # Reported at the first step below eps·t_end, not after creeping on for max_num_steps (each
+    # dopri5 step is 6 evaluations): counted in field evaluations, not seconds.
+    assert model.nfe_count < 1000
     for setting in ("solver=dopri5", "rtol=1e-20", "atol=1e-20", "max_num_steps=1000000", "t_end=2"):
         assert setting in str(info.value)
 

@@ -68,6 +68,11 @@ class ArmScheduler(FIFOScheduler):
         self._arm: dict[str, str] = {}  # trial id -> arm
         self._known: set[str] = set()  # trial ids added to their arm's scheduler
 
+    @property
+    def arms(self) -> list[str]:
+        """The arms met so far (ARM tags), each with a scheduler of its own."""
+        return sorted(self._by_arm)
+
     def set_search_properties(self, metric, mode, **spec) -> bool:
         return not metric and not mode  # set in the constructor, like Tune's schedulers
 
