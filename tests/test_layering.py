@@ -20,10 +20,13 @@ import pytest
 # Bottom to top. A module of layer i may import modules of layers < i only.
 LAYERS: tuple[tuple[frozenset[str], str], ...] = (
     (
-        frozenset({"vitscale", "errors", "validation", "pareto", "sqlite_files"}),
-        "the shared vocabulary: exceptions, pydantic helpers, Pareto masks, SQLite file checks; no torch",
+        frozenset({"vitscale", "errors", "validation", "pareto", "dotted"}),
+        "the shared vocabulary: exceptions, pydantic helpers, Pareto masks, dotted keys; no torch, nothing of vitscale",
     ),
-    (frozenset({"models", "device"}), "a ViT from one ModelConfig, and which torch device to use"),
+    (
+        frozenset({"models", "device", "sqlite_files"}),
+        "a ViT from one ModelConfig, which torch device to use, the SQLite files' check",
+    ),
     (frozenset({"data", "tracking"}), "data sets (registered like mixers) and the MLflow layout and store"),
     (frozenset({"train", "bench"}), "one trial (fit) and one benchmark sweep, each with its config"),
     (

@@ -9,14 +9,13 @@ is a bug and keeps its traceback. `TrialFailure` subclasses end one trial, never
 from pathlib import Path
 
 # The failure reason of a trial or a benchmark configuration that ran out of memory (MLflow tag
-# vitscale.failure_reason, a bench record's status). Benchmarks wrote `oom` before: readers accept both.
+# vitscale.failure_reason, a bench record's status).
 OUT_OF_MEMORY = "out_of_memory"
-_OLD_OUT_OF_MEMORY = "oom"
 
 
 def is_out_of_memory(reason: str | None) -> bool:
-    """True for a failure reason (`out_of_memory`, or the older `oom`, optionally `: detail`)."""
-    return (reason or "").partition(":")[0].strip() in (OUT_OF_MEMORY, _OLD_OUT_OF_MEMORY)
+    """True for a failure reason `out_of_memory`, optionally `: detail`."""
+    return (reason or "").partition(":")[0].strip() == OUT_OF_MEMORY
 
 
 class UserError(Exception):

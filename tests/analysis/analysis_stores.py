@@ -18,6 +18,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from vitscale.errors import OUT_OF_MEMORY
 from vitscale.tracking import layout
 from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT, predictions_path, write_predictions
 
@@ -213,7 +214,7 @@ def write_bench_study(uri: str, artifacts: Path) -> None:
                     layout.KIND: "benchmark",
                     layout.TRIAL_ID: f"b_{n:03d}",
                     layout.STATUS: "FAILED" if oom else "FINISHED",
-                    layout.FAILURE_REASON: "oom" if oom else "",
+                    layout.FAILURE_REASON: OUT_OF_MEMORY if oom else "",
                     layout.STOPPED_EARLY: "false",
                     layout.NODE_ID: "node-a",
                 }

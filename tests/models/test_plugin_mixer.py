@@ -46,6 +46,7 @@ class RollMixer(nn.Module):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
+        self.width, self.build_grid = config.width, config.grid  # the mixer contract
         settings = config.settings(NAME)
         self.shift, self.gain = settings.shift, settings.gain
         self.proj = nn.Linear(config.width, config.width)

@@ -85,8 +85,8 @@ def test_study_schema(capsys, tmp_path):
     assert code == 0 and json.loads((tmp_path / "s.json").read_text())["title"] == "vitscale search space"
 
 
-def test_the_old_spec_schema_command_still_works_but_is_hidden(capsys):
-    code, out, _ = run(capsys, "spec", "schema")
-    assert code == 0 and json.loads(out)["title"] == "vitscale study"
+def test_spec_is_no_command_and_study_is_listed(capsys):
+    code, _, _ = run(capsys, "spec", "schema")
+    assert code == 2  # a usage error: the schema is `vitscale study schema`
     code, out, _ = run(capsys, "--help")
     assert code == 0 and " spec " not in out and " study " in out

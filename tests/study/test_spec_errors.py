@@ -12,7 +12,7 @@ MALFORMED = [
     ("trial: {model: {width: 64, heads: 5}}", "trial.model.heads", "5 does not divide width 64"),
     ("trial: {model: {widht: 64}}", "trial.model.widht", "did you mean 'width'"),
     ("traial: {}", "traial", "unknown key"),
-    ("tracking: {system_metrics: true}", "tracking.system_metrics", "written by the driver"),
+    ("tracking: {system_metrics: true}", "tracking.system_metrics", "unknown key"),
     ("search: {algorithm: tpe, num_sample: 3}", "search.num_sample", "unknown key"),
     ("trial: {train: {epochs: many}}", "trial.train.epochs", "valid integer"),
     ("trial: {train: {epochs: 0}}", "trial.train.epochs", "greater than or equal to 1"),

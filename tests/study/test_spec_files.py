@@ -102,7 +102,7 @@ def test_quickstart_is_small_and_local():
     assert spec.trial.data.dataset == "digits" and spec.trial.data.resolution == 16
     assert spec.resources.gpu == 0 and spec.trial.train.device == "cpu"
     # FIFO: every mixer x regime cell finishes all its epochs, over 3 seeds (a paired delta)
-    assert spec.scheduler.type == "fifo" and spec.metric == "val_top1"
+    assert spec.scheduler.type == "fifo" and spec.objectives[0].metric == "val_top1"
     assert len(spec.search.seeds) >= 3
     points = grid_points(spec)
     assert {p["model.mixer"] for p in points} == {"attention", "ssog"}
@@ -138,4 +138,4 @@ def test_tuned_studies_tune_every_arm_with_the_same_budget():
     for name in ("tuned_quickstart.yaml", "paper_cifar100_tuned.yaml"):
         spec = load_study(ROOT / "studies" / name)
         assert spec.kind == "comparison" and spec.reference == {"model.mixer": "attention"}
-        assert len(spec.final.seeds) >= 2 and spec.metric.startswith("val_")
+        assert len(spec.final.seeds) >= 2 and spec.objectives[0].metric.startswith("val_")

@@ -101,6 +101,10 @@ def test_filled_defaults():
         )
     )
     assert spec.tracking.experiment == "d" and spec.scheduler.max_t == 7
-    assert spec.search.num_samples == 16 and spec.metric == "val_top1" and spec.mode == "max"
+    assert (
+        spec.search.num_samples == 16
+        and spec.objectives[0].metric == "val_top1"
+        and spec.objectives[0].mode == "max"
+    )
     spec = validate_study(parse("name: e\nscheduler: {type: asha}\nspace: {train.epochs: {grid: [2, 9]}}"))
     assert spec.scheduler.max_t == 9

@@ -156,13 +156,13 @@ def test_a_model_stuck_at_chance_is_flagged(tiny_trial):
 
 def test_ode_flops_follow_the_measured_nfe(tiny_trial):
     """flops_per_image = FLOPs outside the ODE + one field evaluation x the validation NFE."""
-    from vitscale.models import build, ode_flops_split
+    from vitscale.models import build, regime_flops_split
     from vitscale.train.loop import trial_model_config
 
     config = tiny_trial(model={"regime": "ode", "ode": {"solver": "dopri5", "rtol": 1e-4, "atol": 1e-5}})
     result = fit(config)
     model = build(result.model_config)
-    outside, per_eval = ode_flops_split(model, 16)
+    outside, per_eval = regime_flops_split(model, 16)
     assert per_eval > 0 and outside > 0
     for metrics in result.history:
         nfe = metrics["val_nfe_mean"]

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from vitscale import data as vdata
-from vitscale.models import build, flops_per_image, ode_flops_split
+from vitscale.models import build, flops_per_image, regime_flops_split
 from vitscale.train import fit
 from vitscale.train.checkpoint import CHECKPOINT_FILE, load_checkpoint, save_checkpoint
 
@@ -49,7 +49,7 @@ def test_ode_train_flops_follow_the_documented_formula_at_the_measured_nfe(tiny_
     adjoint, so every batch's cost is known by hand."""
     ode = {**RK4_QUARTER["ode"], "adjoint": adjoint}
     result = fit(tiny_trial(model={"regime": "ode", "ode": ode}, train={"epochs": 2}))
-    outside, per_eval = ode_flops_split(build(result.model_config), 16)
+    outside, per_eval = regime_flops_split(build(result.model_config), 16)
     if adjoint:  # forward, then 2 x outside and field + vector-Jacobian product per backward step
         assert result.metrics["nfe_backward_mean"] == 16
         per_image = (outside + per_eval * 16) + 2 * outside + 3 * per_eval * 16
@@ -70,7 +70,7 @@ def test_adaptive_ode_train_flops_use_each_batchs_own_nfe(tiny_trial, adjoint):
     the epoch's mean NFE x 4 is its sum), not the NFE of the initial count."""
     ode = {"solver": "dopri5", "rtol": 1e-6, "atol": 1e-7, "adjoint": adjoint}
     result = fit(tiny_trial(model={"regime": "ode", "ode": ode}, train={"epochs": 2, "lr": 3e-2}))
-    outside, per_eval = ode_flops_split(build(result.model_config), 16)
+    outside, per_eval = regime_flops_split(build(result.model_config), 16)
     steps, batch = 4, 64
     total = 0.0
     for metrics in result.history:
@@ -94,7 +94,7 @@ def test_train_resolutions_count_each_batch_at_its_own_side(tiny_trial, model):
     net = build(result.model_config)
     per_image = {}
     for side in (16, 24):
-        outside, unit = ode_flops_split(net, side)  # the whole stack where no NFE is counted
+        outside, unit = regime_flops_split(net, side)  # the whole stack where no NFE is counted
         per_image[side] = 3 * (outside + unit * (16 if model["regime"] == "ode" else 1))
     total, images, drawn = 0, 0, []
     for metrics in result.history:

@@ -171,7 +171,7 @@ def test_asha_compares_trials_of_the_same_arm_only(tmp_path):
     assert scheduler.on_trial_result(None, slow, {"epoch": 1, "val_top1": 0.1}) == "CONTINUE"
     # Within its own arm, a weaker SSoG trial is stopped.
     assert scheduler.on_trial_result(None, slow2, {"epoch": 1, "val_top1": 0.05}) == "STOP"
-    assert set(scheduler._by_arm) == {
+    assert set(scheduler.arms) == {
         "model.mixer=attention,model.regime=discrete",
         "model.mixer=ssog,model.regime=discrete",
     }

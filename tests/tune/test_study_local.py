@@ -16,6 +16,12 @@ from study_helpers import child_runs, parent_runs, start_vitscale, vitscale, wri
 pytestmark = pytest.mark.slow
 
 
+def study_run(study, uri: str, storage, *extra: str, cpus: int = 1) -> list[str]:
+    """`vitscale study run STUDY` into the MLflow store `uri` and the folder `storage`, on `cpus` CPUs."""
+    command = ["study", "run", str(study), "--tracking-uri", uri, "--storage", str(storage)]
+    return [*command, "--num-cpus", str(cpus), *extra]
+
+
 def test_grid_study_records_every_trial_and_a_diverging_one_fails_alone(tmp_path):
     study = write_study(
         tmp_path,
@@ -25,18 +31,9 @@ def test_grid_study_records_every_trial_and_a_diverging_one_fails_alone(tmp_path
     )
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     proc = vitscale(
-        "study",
-        "run",
-        str(study),
-        "--tracking-uri",
-        uri,
-        "--storage",
-        str(tmp_path / "results"),
-        "--num-cpus",
-        "2",
-        "--quiet",
-        "--set",
-        "trial.train.grad_clip=null",
+        *study_run(
+            study, uri, tmp_path / "results", "--quiet", "--set", "trial.train.grad_clip=null", cpus=2
+        ),
         cwd=tmp_path,
     )
     assert "4 trials — 2 finished, 0 stopped early, 2 failed" in proc.stdout.replace("\n", " ")
@@ -85,19 +82,7 @@ def test_tpe_study_replicates_seeds_and_keeps_the_optuna_history(tmp_path):
         scheduler={"type": "asha", "grace_period": 1, "reduction_factor": 2},
     )
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    vitscale(
-        "study",
-        "run",
-        str(study),
-        "--tracking-uri",
-        uri,
-        "--storage",
-        str(tmp_path / "results"),
-        "--num-cpus",
-        "2",
-        "--quiet",
-        cwd=tmp_path,
-    )
+    vitscale(*study_run(study, uri, tmp_path / "results", "--quiet", cpus=2), cwd=tmp_path)
     runs = child_runs(uri, "tpe-tiny")
     assert len(runs) == 6
     by_point = Counter(run.data.tags["vitscale.config_key"] for run in runs)
@@ -126,20 +111,9 @@ def test_tpe_study_replicates_seeds_and_keeps_the_optuna_history(tmp_path):
 
 def test_preflight_refuses_a_gpu_trial_on_a_cpu_cluster(tmp_path):
     study = write_study(tmp_path, "gpu-tiny")
+    uri = f"sqlite:///{tmp_path / 'm.db'}"
     proc = vitscale(
-        "study",
-        "run",
-        str(study),
-        "--tracking-uri",
-        f"sqlite:///{tmp_path / 'm.db'}",
-        "--storage",
-        str(tmp_path / "results"),
-        "--set",
-        "resources.gpu=1",
-        "--num-cpus",
-        "1",
-        cwd=tmp_path,
-        check=False,
+        *study_run(study, uri, tmp_path / "results", "--set", "resources.gpu=1"), cwd=tmp_path, check=False
     )
     assert proc.returncode == 2
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
@@ -153,10 +127,7 @@ def test_a_storage_folder_that_cannot_be_made_is_one_line_and_no_mlflow_run(tmp_
     uri = f"sqlite:///{tmp_path / 'm.db'}"
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder")
-    proc = vitscale(
-        "study", "run", str(study), "--tracking-uri", uri, "--storage", str(blocked / "results"),
-        "--num-cpus", "1", cwd=tmp_path, check=False,
-    )  # fmt: skip
+    proc = vitscale(*study_run(study, uri, blocked / "results"), cwd=tmp_path, check=False)
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert proc.returncode == 2 and len(errors) == 1, proc.stderr[-3000:]
     assert f"storage: cannot create {blocked / 'results' / 'unwritable-storage'}" in errors[0]
@@ -176,12 +147,8 @@ def test_driver_killed_mid_study_then_resume_finishes_exactly_the_plan(tmp_path)
     )
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     results = tmp_path / "results"
-    command = ["study", "run", str(study), "--tracking-uri", uri, "--storage", str(results)]
-    command += ["--num-cpus", "1", "--quiet"]
-    command += [
-        "--set",
-        "trial.train.epochs=12",
-    ]  # long enough that three trials are still to run at the kill
+    # 12 epochs: long enough that three trials are still to run at the kill
+    command = study_run(study, uri, results, "--quiet", "--set", "trial.train.epochs=12")
     driver = start_vitscale(*command, cwd=tmp_path, start_new_session=True)
     try:
         deadline = time.time() + 300

@@ -14,6 +14,7 @@ import torch
 from pydantic import ValidationError
 
 from vitscale.analysis.fields import as_float
+from vitscale.dotted import nested
 from vitscale.models.config import ModelConfig
 from vitscale.models.measure import mixing_flops
 from vitscale.models.registry import MIXERS
@@ -21,14 +22,13 @@ from vitscale.models.registry import MIXERS
 
 def _config(row: dict) -> ModelConfig | None:
     """The model of a row from its `model.*` params (every section included), built at its resolution."""
-    values: dict = {}
-    for column, value in row.items():
-        if column.startswith("model.") and value is not None:
-            *parents, leaf = column.split(".")[1:]
-            target = values
-            for part in parents:
-                target = target.setdefault(part, {})
-            target[leaf] = value
+    values = nested(
+        {
+            column.removeprefix("model."): v
+            for column, v in row.items()
+            if column.startswith("model.") and v is not None
+        }
+    )
     if row.get("data.resolution") is not None:
         values["image_size"] = row["data.resolution"]
     if "mixer" not in values or "image_size" not in values:

@@ -15,11 +15,8 @@ app = typer.Typer(
 )
 model_app = typer.Typer(help="Inspect model configurations.", no_args_is_help=True)
 study_app = typer.Typer(help="Validate, show, run, resume and submit studies.", no_args_is_help=True)
-# `vitscale spec schema` was the name before `vitscale study schema`: kept, hidden, for one release.
-spec_app = typer.Typer(help="Old name of `vitscale study schema`.", no_args_is_help=True, hidden=True)
 app.add_typer(model_app, name="model")
 app.add_typer(study_app, name="study")
-app.add_typer(spec_app, name="spec", hidden=True)
 
 
 def _print_version(value: bool) -> None:

@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from vitscale.cli.app import model_app
+from vitscale.dotted import nested
 from vitscale.models import ModelConfig
 from vitscale.models.measure import describe_model
 from vitscale.models.registry import MIXERS, REGIMES
@@ -109,15 +110,8 @@ class _ModelCommand:
         return {p.name: p.annotation for p in self.__signature__.parameters.values()}
 
     def __call__(self, **kwargs: Any) -> Any:
-        overrides: dict[str, Any] = {}
-        for flag in model_flags(self.exclude):
-            value = kwargs.pop(flag.param, None)
-            if value is not None:
-                *parents, leaf = flag.field.split(".")
-                target = overrides
-                for part in parents:
-                    target = target.setdefault(part, {})
-                target[leaf] = value
+        given = {flag.field: kwargs.pop(flag.param, None) for flag in model_flags(self.exclude)}
+        overrides = nested({field: value for field, value in given.items() if value is not None})
         return self.func(model_overrides=overrides, **kwargs)
 
 

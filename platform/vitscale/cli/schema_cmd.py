@@ -8,12 +8,11 @@ from typing import Annotated
 
 import typer
 
-from vitscale.cli.app import spec_app, study_app
+from vitscale.cli.app import study_app
 from vitscale.study import space_schema, study_schema
 
 
 @study_app.command("schema")
-@spec_app.command("schema", hidden=True)
 def schema(
     space: Annotated[bool, typer.Option("--space", help="schema of search-space files instead")] = False,
     out: Annotated[Path | None, typer.Option("--out", help="write to this file instead of stdout")] = None,

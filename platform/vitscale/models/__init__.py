@@ -12,7 +12,7 @@ from vitscale.models.measure import (
     flops_per_image,
     lipschitz_bound,
     mixing_flops,
-    ode_flops_split,
+    regime_flops_split,
 )
 from vitscale.models.regimes.ode import OdeConfig, solver_errors
 from vitscale.models.registry import MIXERS, REGIMES
@@ -31,6 +31,6 @@ __all__ = [
     "flops_per_image",
     "lipschitz_bound",
     "mixing_flops",
-    "ode_flops_split",
+    "regime_flops_split",
     "solver_errors",
 ]

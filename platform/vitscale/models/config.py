@@ -186,16 +186,6 @@ class ModelConfig(BaseModel):
         section = registry.sections().get(name)
         return section[1]() if section else None
 
-    @property
-    def mixer_settings(self) -> Any:
-        """The active mixer's settings (None when it declares none)."""
-        return self.settings(self.mixer)
-
-    @property
-    def regime_settings(self) -> Any:
-        """The active regime's settings (None when it declares none)."""
-        return self.settings(self.regime)
-
     def __getattr__(self, name: str) -> Any:
         section = registry.sections().get(name) if not name.startswith("_") else None
         if section is not None:

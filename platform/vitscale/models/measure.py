@@ -16,7 +16,7 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
 from vitscale.models.config import ModelConfig
-from vitscale.models.registry import MIXERS
+from vitscale.models.registry import MIXERS, REGIMES
 from vitscale.models.vit import VisionTransformer, build
 
 aten = torch.ops.aten
@@ -51,7 +51,7 @@ def flop_counter() -> FlopCounterMode:
 
 
 def count_params(model: nn.Module) -> int:
-    """Distinct parameters (a looped or ODE model's shared block counts once)."""
+    """Distinct parameters (a weight-shared regime's block counts once)."""
     return sum(p.numel() for p in model.parameters())
 
 
@@ -62,13 +62,13 @@ def _size(resolution: int | tuple[int, int]) -> tuple[int, int]:
 def flops_per_image(model: nn.Module | ModelConfig, resolution: int | tuple[int, int] | None = None) -> int:
     """Forward FLOPs for one image of `resolution` (default: the build size).
 
-    A config is built fresh (on the meta device, no memory or compute, unless its regime
-    is `ode`: an adaptive solver's step count depends on the values, so those are run for
-    real, initialised with seed 0, on a fixed random image). A model is run as it is, on
-    its own device.
+    A config is built fresh (on the meta device, no memory or compute, unless its regime's
+    cost depends on the weights, `flops_depend_on_values`: an adaptive solver's step count
+    does, so those are run for real, initialised with seed 0, on a fixed random image). A model
+    is run as it is, on its own device.
     """
     if isinstance(model, ModelConfig):
-        device = "cpu" if model.regime == "ode" else "meta"
+        device = "cpu" if REGIMES[model.regime].flops_depend_on_values else "meta"
         with torch.random.fork_rng(devices=[]), torch.device(device):
             torch.manual_seed(0)  # an adaptive solve depends on the weights: make it repeatable
             model = build(model)
@@ -86,11 +86,11 @@ def flops_per_image(model: nn.Module | ModelConfig, resolution: int | tuple[int,
 def regime_flops_split(model: VisionTransformer, resolution: int | tuple[int, int]) -> tuple[int, int]:
     """(FLOPs outside the regime, FLOPs of one regime unit) for one image, on one real forward.
 
-    The unit is one vector-field evaluation where the regime counts them (ODE: the regime's
-    FLOPs / last_nfe) and the whole stack where it does not (discrete, looped). An ODE model's
-    cost is `outside + per_eval x NFE`, and NFE changes as an adaptive solver meets the trained
-    field: the trainer multiplies by the NFE it measures, so cost fronts use the model as
-    trained, not as initialised; the regime's `forward_flops` / `training_flops` do the sum.
+    The unit is one vector-field evaluation where the regime counts them (the regime's FLOPs /
+    last_nfe) and the whole stack where it does not (last_nfe None). Such a model's cost is
+    `outside + per_eval x NFE`, and NFE changes as an adaptive solver meets the trained field:
+    the trainer multiplies by the NFE it measures, so cost fronts use the model as trained, not
+    as initialised; the regime's `forward_flops` / `training_flops` do the sum.
     """
     param = next(model.parameters())
     gen = torch.Generator().manual_seed(0)
@@ -103,12 +103,6 @@ def regime_flops_split(model: VisionTransformer, resolution: int | tuple[int, in
     return int(counts.get(root, 0) - inside), int(round(inside / max(model.last_nfe or 1, 1)))
 
 
-def ode_flops_split(model: VisionTransformer, resolution: int | tuple[int, int]) -> tuple[int, int]:
-    """(FLOPs outside the ODE, FLOPs of one vector-field evaluation) for one image: the ODE
-    reading of `regime_flops_split`."""
-    return regime_flops_split(model, resolution)
-
-
 def mixing_flops(mixer: nn.Module, grid_hw: tuple[int, int], prefix_tokens: int = 1) -> int:
     """FLOPs of a mixer's token mixing alone: its forward minus its nn.Linear projections.
 
@@ -118,9 +112,7 @@ def mixing_flops(mixer: nn.Module, grid_hw: tuple[int, int], prefix_tokens: int 
     param = next(mixer.parameters(), None)  # parameter-free mixers: counted on the meta device
     device, dtype = (param.device, param.dtype) if param is not None else ("meta", torch.float32)
     tokens = prefix_tokens + grid_hw[0] * grid_hw[1]
-    linear = next((m for m in mixer.modules() if isinstance(m, nn.Linear)), None)
-    width = linear.in_features if linear is not None else mixer.width  # mixers without one state it
-    x = torch.randn(1, tokens, width, device=device, dtype=dtype)
+    x = torch.randn(1, tokens, mixer.width, device=device, dtype=dtype)
     with torch.no_grad(), flop_counter() as counter:
         mixer(x, grid_hw)
     counts = {name: sum(ops.values()) for name, ops in counter.get_flop_counts().items()}
@@ -158,9 +150,9 @@ def lipschitz_bound(
     mixers = _bounded(module)
     if not mixers:
         raise TypeError(f"{type(module).__name__} holds no mixer with a Lipschitz bound")
-    grid_hw = grid_hw or getattr(module, "build_grid", None) or getattr(mixers[0], "build_grid", None)
+    grid_hw = grid_hw or module.build_grid  # a model's, or a mixer's own (the mixer contract)
     if prefix_tokens is None:
-        prefix_tokens = getattr(module, "num_prefix_tokens", 1)
+        prefix_tokens = module.num_prefix_tokens if isinstance(module, VisionTransformer) else 1
     bound = max(float(m.lipschitz_bound(tuple(grid_hw), prefix_tokens)) for m in mixers)
     return bound if math.isfinite(bound) else float("inf")
 
@@ -169,14 +161,14 @@ def describe_model(config: ModelConfig) -> tuple[dict[str, Any], int | None]:
     """({tokens, params, flops_per_image, mixing_flops (one mixer, one image), lipschitz_bound
     (mixers with a closed form; else None), no_weight_decay (parameter names AdamW leaves
     undecayed), lr_scale (parameter name -> learning-rate multiplier, where not 1), config (with
-    the mixer's and regime's choices resolved: pos_embed, layer_scale)}, ODE NFE).
+    the mixer's and regime's choices resolved: pos_embed, layer_scale)}, the forward's NFE).
 
-    Weights are initialised with seed 0 (the bound and an adaptive ODE's FLOPs depend on
-    them); FLOPs of non-ODE models and mixing FLOPs are counted on the meta device.
+    Weights are initialised with seed 0 (the bound and, where the regime's cost depends on the
+    weights, its FLOPs depend on them); other FLOPs and mixing FLOPs are counted on the meta device.
     """
     torch.manual_seed(0)
     model = build(config)
-    flops = flops_per_image(model if config.regime == "ode" else config)
+    flops = flops_per_image(model if REGIMES[config.regime].flops_depend_on_values else config)
     with torch.device("meta"):
         mixer = MIXERS[config.mixer](config)
     return {

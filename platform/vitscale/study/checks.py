@@ -178,16 +178,6 @@ def _grid(spec: StudySpec) -> Iterable[Problem]:
                     yield Problem(f"trial.{key}", f"{msg} (at grid point {combo})")
 
 
-def _tracking(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
-    if spec.tracking.system_metrics:
-        yield Problem(
-            "tracking.system_metrics",
-            "not supported: MLflow samples system metrics in the process that owns a run, and a study's "
-            "runs are written by the driver, not by the trials; use the per-epoch peak_memory_mb and "
-            "epoch_seconds (or Ray's dashboard) instead",
-        )
-
-
 # (sections read, check(spec, removed space parameters))
 CHECKS: tuple[tuple[set[str], Callable[[StudySpec, frozenset[str]], Iterable[Problem]]], ...] = (
     ({"kind", "benchmark", "space", "search", "scheduler"}, _kind),
@@ -200,7 +190,6 @@ CHECKS: tuple[tuple[set[str], Callable[[StudySpec, frozenset[str]], Iterable[Pro
         {"kind", "arms", "reference", "final", "match", "objectives", "space", "trial", "search"},
         lambda spec, removed: comparison_problems(spec, removed, check_study),
     ),
-    ({"tracking"}, _tracking),
 )
 
 

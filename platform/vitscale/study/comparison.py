@@ -15,8 +15,8 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
+from vitscale.dotted import set_in
 from vitscale.study.matching import matched_values
-from vitscale.study.paths import set_in
 from vitscale.study.spec import SchedulerConfig, StudySpec, max_epochs
 from vitscale.train.config import TrialConfig
 

@@ -157,14 +157,3 @@ def get_in(data: Any, path: str, default: Any = None) -> Any:
         else:
             return default
     return data
-
-
-def set_in(data: dict, path: str, value: Any) -> None:
-    """Set a dotted path in nested dicts, creating the mappings on the way (also in place of an
-    unset optional section, None, such as a trial without `train.distill`)."""
-    *parents, last = path.split(".")
-    for part in parents:
-        if data.get(part) is None:
-            data[part] = {}
-        data = data[part]
-    data[last] = value

@@ -17,10 +17,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from vitscale.dotted import set_in
 from vitscale.study import space as _space
 from vitscale.study.distributions import Param
 from vitscale.study.errors import SpecError
-from vitscale.study.paths import flatten_section, lookup, set_in
+from vitscale.study.paths import flatten_section, lookup
 from vitscale.study.spec import StudySpec
 from vitscale.study.yamlio import dump
 from vitscale.tracking import layout

@@ -123,11 +123,6 @@ class TrackingConfig(_Section):
         description="final checkpoints logged to MLflow: best = of the best configuration per arm "
         "(or per Pareto point), all = every finished trial, none",
     )
-    system_metrics: bool = Field(
-        False,
-        description="refused: MLflow samples system metrics in the process owning a run, and trial "
-        "runs are written by the driver; trials report peak_memory_mb per epoch instead",
-    )
     wandb: WandbConfig | None = Field(
         None, description="also log every trial to Weights & Biases (extra: wandb)"
     )
@@ -223,15 +218,6 @@ class StudySpec(_Section):
         if self.scheduler.max_t is None and self.scheduler.type in ("asha", "hyperband"):
             self.scheduler.max_t = max_epochs(self)
         return self
-
-    @property
-    def metric(self) -> str:
-        """The first objective's metric: what ASHA and single-objective samplers optimise."""
-        return self.objectives[0].metric
-
-    @property
-    def mode(self) -> str:
-        return self.objectives[0].mode
 
 
 def max_epochs(spec: StudySpec) -> int:

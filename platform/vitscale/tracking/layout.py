@@ -31,7 +31,7 @@ One experiment per study (`tracking.experiment`, default: the study name). In it
 - benchmark studies: one child run per configuration; params `bench.*`
   (mixer, regime, resolution, attention_backend, batch_size, mode, dtype, device, compile, width,
   depth, heads, patch_size, num_gaussians); metrics BENCH_METRICS; STATUS is FINISHED or FAILED
-  with FAILURE_REASON `out_of_memory` (older runs: `oom`) for an out-of-memory configuration.
+  with FAILURE_REASON `out_of_memory` for an out-of-memory configuration.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ SPEC_HASH = "vitscale.spec_hash"
 GIT_COMMIT = "vitscale.git_commit"
 TRIAL_ID = "vitscale.trial_id"
 STATUS = "vitscale.status"  # FINISHED | FAILED | KILLED | RUNNING
-FAILURE_REASON = "vitscale.failure_reason"  # diverged | solver_error | out_of_memory (vitscale.errors; older bench runs: oom) | error: ...
+FAILURE_REASON = "vitscale.failure_reason"  # diverged | solver_error | out_of_memory | error: ... (errors.py)
 STOPPED_EARLY = "vitscale.stopped_early"  # "true" | "false" (ASHA stopped it)
 NODE_ID = "vitscale.node_id"
 DID_NOT_TRAIN = "vitscale.did_not_train"  # "true" | "false": finished at chance level (see train.metrics)
@@ -119,6 +119,15 @@ def arm_key(arm: Mapping[str, Any]) -> str:
     """An arm's values -> its ARM tag: 'model.mixer=ssog,model.regime=ode' (keys in `arms:` order);
     a list value joins with '+' (data.train_resolutions=28+44+56), so the tag still splits on ','."""
     return ",".join(f"{k}={_arm_value(v)}" for k, v in arm.items())
+
+
+ARM_FIELDS = ("model.mixer", "model.regime")  # a train study's arm: what ASHA rungs and `best` group by
+
+
+def train_arm(params: Mapping[str, Any]) -> str:
+    """A train study's arm of a trial's flat params: the ARM tag of its mixer and regime
+    ('model.mixer=ssog,model.regime=ode')."""
+    return arm_key({field: params.get(field) for field in ARM_FIELDS})
 
 
 def _arm_value(value: Any) -> str:

@@ -34,7 +34,6 @@ from typing import Any
 from vitscale.tracking import layout, store
 
 _REFUSED = re.compile(r"[^A-Za-z0-9_\-. /:]+")  # what MLflow accepts in a metric name, negated
-_ARM_FIELDS = ("model.mixer", "model.regime")  # a train study's arm, as tracking.checkpoints: best reads it
 
 
 def metric_name(text: str) -> str:
@@ -173,8 +172,7 @@ def summary_metrics(runs: list, *, kind: str, objective: str, mode: str, planned
                 out[f"arm/{arm_metric_label(arm)}/tuning_{objective}"] = best[2][objective]
     else:
         for run in complete:
-            params = run.data.params
-            by_arm.setdefault(layout.arm_key({k: params.get(k) for k in _ARM_FIELDS}), []).append(run)
+            by_arm.setdefault(layout.train_arm(run.data.params), []).append(run)
         arm_bests = {
             arm: _best(_seed_means(members, wanted), objective, mode) for arm, members in by_arm.items()
         }

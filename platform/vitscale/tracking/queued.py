@@ -3,7 +3,10 @@
 Why a stand-in rather than new calls: the writers (the study callback, `vitscale train`, `bench`)
 and `tracking.store`'s helpers keep calling `create_run`, `log_batch`, `set_terminated`... as on an
 MlflowClient; only where the client comes from changes. Writes return at once (a placeholder id
-from `create_run`); reads go to the server, with placeholders resolved to real ids first.
+from `create_run`); reads go to the server, with placeholders resolved to real ids first. Every
+method is named here, passed-through ones too: there is no catch-all, so a client call this class
+does not know fails loudly instead of going straight to the server past the queue
+(tests/tracking/test_queue_bypass.py checks every MlflowClient method platform code calls).
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ class QueuedClient:
 
     @property
     def reader(self):
-        """A plain MlflowClient for reads (and for anything this class does not queue)."""
+        """A plain MlflowClient for the reads and the experiment setup below (named one by one:
+        a method this class does not define is an AttributeError, never a write past the queue)."""
         if self._reader is None:
             self._reader = store.client_for(self.queue.tracking_uri)
         return self._reader
@@ -123,8 +127,32 @@ class QueuedClient:
     def get_metric_history(self, run_id: str, key: str):
         return self.reader.get_metric_history(self.resolve(run_id), key)
 
-    def __getattr__(self, name: str):
-        return getattr(self.reader, name)
+    def get_experiment_by_name(self, name: str):
+        return self.reader.get_experiment_by_name(name)
+
+    def search_experiments(self, *args, **kwargs):
+        return self.reader.search_experiments(*args, **kwargs)
+
+    def search_runs(self, *args, **kwargs):
+        return self.reader.search_runs(*args, **kwargs)
+
+    def list_artifacts(self, run_id: str, path: str | None = None):
+        return self.reader.list_artifacts(self.resolve(run_id), path)
+
+    def download_artifacts(self, run_id: str, path: str, dst_path: str | None = None) -> str:
+        return self.reader.download_artifacts(self.resolve(run_id), path, dst_path)
+
+    # -- experiment setup: sent at once ------------------------------------------------------
+    # A writer needs the experiment's id before it can queue its first run, so these three run on
+    # the server directly (`store.ensure_experiment`); they precede every queued write.
+    def create_experiment(self, name: str, artifact_location: str | None = None, tags=None) -> str:
+        return self.reader.create_experiment(name, artifact_location, tags)
+
+    def restore_experiment(self, experiment_id: str) -> None:
+        self.reader.restore_experiment(experiment_id)
+
+    def set_experiment_tag(self, experiment_id: str, key: str, value) -> None:
+        self.reader.set_experiment_tag(experiment_id, key, value)
 
 
 def queued_client(tracking_uri: str, directory: str | Path | None = None) -> QueuedClient:

@@ -206,24 +206,6 @@ def create_study_run(
     return run.info.run_id
 
 
-def provenance_tags(client, parent_run_id: str) -> dict[str, str]:
-    """The parent's provenance tags, which every child run repeats (read once per callback)."""
-    keys = (layout.GIT_COMMIT, layout.GIT_DIRTY, layout.SOURCE_COMMIT, layout.SOURCE_NAME, layout.SOURCE_TYPE)
-    tags = client.get_run(parent_run_id).data.tags
-    return {k: tags[k] for k in keys if k in tags}
-
-
-def find_child_run(client, experiment_id: str, parent_run_id: str, trial_id: str) -> str | None:
-    runs = client.search_runs(
-        [experiment_id],
-        filter_string=(
-            f"tags.`{layout.PARENT_RUN_ID}` = '{parent_run_id}' and tags.`{layout.TRIAL_ID}` = '{trial_id}'"
-        ),
-        max_results=1,
-    )
-    return runs[0].info.run_id if runs else None
-
-
 def create_child_run(
     client,
     experiment_id: str,

@@ -253,8 +253,7 @@ class MlflowStudyCallback(Callback):
 
     def arm_of(self, trial, description: TrialDescription) -> str:
         """The group `best` picks one configuration in: mixer x regime."""
-        params = description.params
-        return f"{params.get('model.mixer')}/{params.get('model.regime')}"
+        return layout.train_arm(description.params)
 
     def log_best_checkpoints(self, trials) -> None:
         """`tracking.checkpoints: best`: the final checkpoints of every replicate of the best

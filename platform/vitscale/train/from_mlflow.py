@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from vitscale.dotted import nested
 from vitscale.errors import TeacherMismatch, UserError
 from vitscale.models import ModelConfig, build
 from vitscale.tracking import layout, store
@@ -126,23 +127,11 @@ def parse_param(value: str) -> Any:
     return None if parsed == "None" else parsed
 
 
-def unflatten_params(params: dict[str, str]) -> dict[str, Any]:
-    """Dotted MLflow params -> nested values: {'ode.rtol': '0.001'} -> {'ode': {'rtol': 0.001}}."""
-    out: dict[str, Any] = {}
-    for key, value in params.items():
-        node = out
-        *parents, leaf = key.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = parse_param(value)
-    return out
-
-
 def section_params(params: dict[str, str], section: str) -> dict[str, Any]:
-    """One section of a run's params, nested: section_params(params, "model") -> {'mixer': 'ssog',
-    'ssog': {'num_gaussians': 4}, ...} (the model a run logged, `model.*`)."""
+    """One section of a run's params, nested and parsed: section_params(params, "model") ->
+    {'mixer': 'ssog', 'ssog': {'num_gaussians': 4}, ...} (the model a run logged, `model.*`)."""
     prefix = section + "."
-    return unflatten_params({k.removeprefix(prefix): v for k, v in params.items() if k.startswith(prefix)})
+    return nested({k.removeprefix(prefix): parse_param(v) for k, v in params.items() if k.startswith(prefix)})
 
 
 def trial_from_run(run_id: str, tracking_uri: str) -> dict[str, Any]:

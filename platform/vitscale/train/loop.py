@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from vitscale import data as vdata
 from vitscale.device import resolve_device
 from vitscale.errors import TrialDiverged, TrialOutOfMemory
-from vitscale.models import build, solver_errors
+from vitscale.models import build
 from vitscale.models.config import ModelConfig
 from vitscale.models.measure import count_params
 from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT, write_predictions
@@ -141,27 +141,68 @@ def fit(
         # Resumed at the very end (e.g. a study restarted after this trial's last checkpoint):
         # report the final epoch again, with the checkpoint it was loaded from.
         report(history[-1], start.parent)
+
+    def train_epoch(epoch: int) -> dict[str, float]:
+        """One epoch of training steps: the mean loss, NFE means and distillation terms."""
+        runner.train()
+        distill_stats = EpochDistillStats(distiller, device)
+        first_step = (epoch - 1) * steps_per_epoch
+        loss_sum = torch.zeros((), device=device)
+        window_start = 1  # first step whose loss is in loss_sum but not yet checked
+        forward_nfe = backward_nfe = 0
+        steps = 0
+        progress.begin(epoch)
+        try:
+            for step, (images, labels) in enumerate(
+                vdata.train_batches(bundle, config.data, batch_size, generator), start=1
+            ):
+                with autocast:
+                    if distiller is None:
+                        logits, extra = runner(images), None
+                    else:  # one solve gives the logits and x(t_k) (train.distill)
+                        logits, extra, parts = distiller.forward(model, images, first_step + step - 1)
+                        distill_stats.add(parts)
+                    loss = F.cross_entropy(
+                        logits.float(), labels, label_smoothing=config.train.label_smoothing
+                    )
+                    if extra is not None:
+                        loss = loss + extra
+                after_forward, step_nfe = model.nfe_count, model.last_nfe
+                optimizer.zero_grad(set_to_none=True)
+                with model.blocks.backward_guard():  # the regime's: what backward can fail with
+                    loss.backward()
+                if config.train.grad_clip is not None:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), config.train.grad_clip)
+                optimizer.step()
+                scheduler.step()
+                loss_sum += loss.detach()
+                steps += 1
+                step_backward_nfe = None if after_forward is None else model.nfe_count - after_forward
+                if after_forward is not None:
+                    forward_nfe += step_nfe or 0
+                    backward_nfe += step_backward_nfe  # adjoint solves; 0 otherwise
+                cost.add_batch(images.shape[-2:], labels.shape[0], step_nfe, step_backward_nfe)
+                if step % FINITE_CHECK_EVERY == 0:  # one device sync per window, not per step
+                    _check_finite(loss_sum, epoch, window_start, step)
+                    window_start = step + 1
+                progress.step(step, loss)
+            _check_finite(loss_sum, epoch, window_start, steps)
+        except torch.OutOfMemoryError as exc:
+            raise TrialOutOfMemory(f"out of memory at epoch {epoch}: {str(exc).splitlines()[0]}") from exc
+        stats = {"train_loss": (loss_sum / max(steps, 1)).item()}
+        stats.update(distill_stats.metrics(first_step + steps - 1))
+        if model.nfe_count is not None and steps:
+            stats["nfe_mean"] = forward_nfe / steps
+            if backward_nfe:
+                stats["nfe_backward_mean"] = backward_nfe / steps
+        return stats
+
     with progress:
         for epoch in range(len(history) + 1, train_cfg.epochs + 1):
             t0 = time.perf_counter()
             if device.type == "cuda":  # peak_memory_mb: this epoch's peak (CPU: the process's, ever)
                 torch.cuda.reset_peak_memory_stats(device)
-            train_stats = _train_epoch(
-                runner,
-                model,
-                bundle,
-                config,
-                batch_size,
-                optimizer,
-                scheduler,
-                generator,
-                autocast,
-                device,
-                epoch,
-                progress,
-                cost,
-                distiller,
-            )
+            train_stats = train_epoch(epoch)
             train_seconds = time.perf_counter() - t0
             last = epoch == train_cfg.epochs
             if last:  # finished: per-image predictions of val and test, for paired comparisons
@@ -228,74 +269,6 @@ def save_predictions(directory: Path, predictions: dict[str, dict[str, np.ndarra
     ]
 
 
-def _train_epoch(
-    runner,
-    model,
-    bundle,
-    config,
-    batch_size,
-    optimizer,
-    scheduler,
-    generator,
-    autocast,
-    device,
-    epoch,
-    progress,
-    cost,
-    distiller=None,
-) -> dict[str, float]:
-    runner.train()
-    distill_stats = EpochDistillStats(distiller, device)
-    first_step = (epoch - 1) * vdata.num_train_batches(bundle, batch_size)
-    loss_sum = torch.zeros((), device=device)
-    window_start = 1  # first step whose loss is in loss_sum but not yet checked
-    forward_nfe = backward_nfe = 0
-    steps = 0
-    progress.begin(epoch)
-    try:
-        for step, (images, labels) in enumerate(
-            vdata.train_batches(bundle, config.data, batch_size, generator), start=1
-        ):
-            with autocast:
-                if distiller is None:
-                    logits, extra = runner(images), None
-                else:  # one solve gives the logits and x(t_k) (train.distill)
-                    logits, extra, parts = distiller.forward(model, images, first_step + step - 1)
-                    distill_stats.add(parts)
-                loss = F.cross_entropy(logits.float(), labels, label_smoothing=config.train.label_smoothing)
-                if extra is not None:
-                    loss = loss + extra
-            after_forward, step_nfe = model.nfe_count, model.last_nfe
-            optimizer.zero_grad(set_to_none=True)
-            with backward_guard(model):
-                loss.backward()
-            if config.train.grad_clip is not None:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), config.train.grad_clip)
-            optimizer.step()
-            scheduler.step()
-            loss_sum += loss.detach()
-            steps += 1
-            step_backward_nfe = None if after_forward is None else model.nfe_count - after_forward
-            if after_forward is not None:
-                forward_nfe += step_nfe or 0
-                backward_nfe += step_backward_nfe  # adjoint solves; 0 otherwise
-            cost.add_batch(images.shape[-2:], labels.shape[0], step_nfe, step_backward_nfe)
-            if step % FINITE_CHECK_EVERY == 0:  # one device sync per window, not per step
-                _check_finite(loss_sum, epoch, window_start, step)
-                window_start = step + 1
-            progress.step(step, loss)
-        _check_finite(loss_sum, epoch, window_start, steps)
-    except torch.OutOfMemoryError as exc:
-        raise TrialOutOfMemory(f"out of memory at epoch {epoch}: {str(exc).splitlines()[0]}") from exc
-    stats = {"train_loss": (loss_sum / max(steps, 1)).item()}
-    stats.update(distill_stats.metrics(first_step + steps - 1))
-    if model.nfe_count is not None and steps:
-        stats["nfe_mean"] = forward_nfe / steps
-        if backward_nfe:
-            stats["nfe_backward_mean"] = backward_nfe / steps
-    return stats
-
-
 def peak_memory_mb(device: torch.device) -> float:
     """CUDA: the peak allocated since the epoch began; CPU: the process's peak RSS (ru_maxrss, KiB on Linux)."""
     if device.type == "cuda":
@@ -309,12 +282,3 @@ def _check_finite(loss_sum: torch.Tensor, epoch: int, first: int, last: int) -> 
     """The running loss sum is finite iff every loss so far was: check it once per window."""
     if not torch.isfinite(loss_sum):
         raise TrialDiverged(f"loss became non-finite at epoch {epoch}, within steps {first}-{last}")
-
-
-def backward_guard(model):
-    """With the adjoint method the ODE is solved again during backward: it can fail there too."""
-    blocks = getattr(model, "blocks", None)
-    config = getattr(model, "config", None)
-    if config is not None and config.regime == "ode" and config.ode.adjoint:
-        return solver_errors(config.ode, blocks.t_end)
-    return nullcontext()

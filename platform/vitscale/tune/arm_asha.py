@@ -2,7 +2,7 @@
 
 One scheduler across arms stops the slower-starting arm (an ODE ViT is behind a discrete one at
 epoch 5 and often ahead at epoch 50), not the worse one. `ArmScheduler` keeps one of Ray Tune's
-own schedulers per arm: an arm is the trial's values of `ARM_FIELDS` (mixer x regime), so rung
+own schedulers per arm: an arm is the trial's values of `layout.ARM_FIELDS` (mixer x regime), so rung
 cut-offs (ASHA), bracket halvings (HyperBand) and running medians (median stopping) are computed
 among trials of one arm only. A study whose space does not vary mixer or regime has one arm, i.e.
 the plain scheduler. Every kind stops on the first objective (single objective, see spec.checks).
@@ -25,15 +25,14 @@ from typing import Any
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, HyperBandScheduler, MedianStoppingRule
 
 from vitscale.study import flatten, resolve_trial
+from vitscale.tracking import layout
 
-ARM_FIELDS = ("model.mixer", "model.regime")
 KINDS = {"asha": ASHAScheduler, "hyperband": HyperBandScheduler, "median": MedianStoppingRule}
 
 
 def arm_of_config(config: dict[str, Any], spec) -> str:
     """'model.mixer=ssog,model.regime=ode' for a trial config {"point": ..., "seed": ...}."""
-    params = flatten(resolve_trial(spec, config.get("point") or {}, config.get("seed", 0)))
-    return ",".join(f"{field}={params.get(field)}" for field in ARM_FIELDS)
+    return layout.train_arm(flatten(resolve_trial(spec, config.get("point") or {}, config.get("seed", 0))))
 
 
 def scheduler_for(spec, metric: str, mode: str, epochs: int):
@@ -68,6 +67,11 @@ class ArmScheduler(FIFOScheduler):
         self._by_arm: dict[str, Any] = {}
         self._arm: dict[str, str] = {}  # trial id -> arm
         self._known: set[str] = set()  # trial ids added to their arm's scheduler
+
+    @property
+    def arms(self) -> list[str]:
+        """The arms met so far (ARM tags), each with a scheduler of its own."""
+        return sorted(self._by_arm)
 
     def set_search_properties(self, metric, mode, **spec) -> bool:
         return not metric and not mode  # set in the constructor, like Tune's schedulers

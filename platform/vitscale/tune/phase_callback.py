@@ -38,7 +38,7 @@ class PhaseCallback(MlflowStudyCallback):
             tags = {layout.PHASE: self.phase, layout.ARM: self._arm_tag(trial.config)}
             if self.fidelity:
                 tags[layout.FIDELITY] = json.dumps(self.fidelity, sort_keys=True)
-            store.set_tags(self._writer(trial), run_id, tags)
+            store.set_tags(self.queue_client([trial]), run_id, tags)
         return run_id
 
     def run_name(self, trial, description) -> str:
@@ -48,11 +48,6 @@ class PhaseCallback(MlflowStudyCallback):
         if self.phase != "tune":
             return layout.run_name(arm, trial.config.get("seed"), phase=self.phase)
         return layout.NAME_SEP.join([layout.run_name(arm, phase=self.phase), description.run_name])
-
-    def _writer(self, trial):
-        """The parent's MLflow writer: the durable queue where there is one, else the client."""
-        queue_client = getattr(self, "queue_client", None)
-        return queue_client([trial]) if queue_client else self.client
 
     def arm_of(self, trial, description) -> str:
         return self._arm_tag(trial.config)  # tracking.checkpoints: best picks per comparison arm

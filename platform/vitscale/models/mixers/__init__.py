@@ -4,6 +4,9 @@ The mixer contract (what `vit.Block` and `measure` rely on):
 - constructed as `Mixer(config: ModelConfig)`;
 - `forward(x, grid_hw) -> Tensor`: x is (B, P + H·W, C) with P >= 0 prefix (cls) tokens
   first and the H x W grid tokens row-major after them; returns the same shape;
+- instance attributes `width: int` and `build_grid: tuple[int, int]` (`config.width`,
+  `config.grid`): the channels it mixes and the grid it was built for, which `measure` runs it on
+  (`mixing_flops`, and `lipschitz_bound` of a mixer called without a grid);
 - class attribute `wants_pos_embed: bool`: whether the ViT adds a learned absolute
   position embedding by default (`ModelConfig.pos_embed` overrides it);
 - optional class attribute `default_layer_scale: float`: LayerScale the mixer needs where the

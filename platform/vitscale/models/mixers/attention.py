@@ -49,6 +49,7 @@ class Attention(nn.Module):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
+        self.width, self.build_grid = config.width, config.grid  # the mixer contract (measure)
         self.heads = config.heads
         self.head_dim = config.width // config.heads
         self.scale = self.head_dim**-0.5

@@ -54,6 +54,7 @@ class AxialAttention(nn.Module):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
+        self.width, self.build_grid = config.width, config.grid  # the mixer contract (measure)
         settings = config.settings("axial")
         self.heads = config.heads
         self.head_dim = config.width // config.heads

@@ -62,8 +62,7 @@ class Fourier(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.channels = config.settings("fourier").channels
-        self.build_grid = config.grid
-        self.width = config.width  # no projection to read it from (mixing_flops needs it)
+        self.width, self.build_grid = config.width, config.grid  # the mixer contract (measure)
 
     def forward(self, x: Tensor, grid_hw: tuple[int, int]) -> Tensor:
         """x: (B, P + H·W, C), P prefix tokens first, grid tokens row-major."""

@@ -48,6 +48,7 @@ class LinearAttention(nn.Module):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
+        self.width, self.build_grid = config.width, config.grid  # the mixer contract (measure)
         self.heads = config.heads
         self.head_dim = config.width // config.heads
         self.eps = config.settings("linear").eps

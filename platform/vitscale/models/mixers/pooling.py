@@ -90,8 +90,7 @@ class Pooling(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.pool_size = config.settings("pooling").pool_size
-        self.build_grid = config.grid
-        self.width = config.width  # no projection to read it from (mixing_flops needs it)
+        self.width, self.build_grid = config.width, config.grid  # the mixer contract (measure)
 
     def forward(self, x: Tensor, grid_hw: tuple[int, int]) -> Tensor:
         """x: (B, P + H·W, C), P prefix tokens first, grid tokens row-major."""

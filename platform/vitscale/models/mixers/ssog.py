@@ -126,7 +126,7 @@ class SSoG(nn.Module):
         self.head_dim = config.width // config.heads
         settings = config.settings("ssog")
         self.num_gaussians = k = settings.num_gaussians
-        self.build_grid = config.grid
+        self.width, self.build_grid = config.width, config.grid  # the mixer contract (measure)
         self.v = nn.Linear(config.width, config.width)
         self.out = nn.Linear(config.width, config.width)
         self.kernel_lr_scale = settings.kernel_lr_scale

@@ -11,6 +11,10 @@ The regime contract (what `vit.VisionTransformer` relies on):
   from `measure.regime_flops_split` (FLOPs outside the regime; FLOPs of its unit: the whole
   stack, or one field evaluation where the regime counts NFE) and the NFE measured (the
   trainer asks these, so it names no regime);
+- `backward_guard()`: the context manager the trainer opens around `loss.backward()` (ODE with
+  the adjoint: the backward solve's failures become trial failures; others: a nullcontext);
+- class attribute `flops_depend_on_values: bool`: whether FLOPs must be counted on a real
+  forward with real weights (an adaptive solver's step count) rather than on the meta device;
 - class attribute `default_layer_scale: float`: the LayerScale the regime builds where
   `model.layer_scale` is unset (discrete: none, so it is the standard ViT; weight-shared
   regimes: on). It acts on every mixer alike; a regime never switches on a stabiliser that

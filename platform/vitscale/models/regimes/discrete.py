@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 
 from torch import Tensor, nn
 
@@ -15,6 +16,7 @@ class Discrete(nn.Module):
     """x -> block_L(... block_1(x)), each block with its own weights."""
 
     last_nfe: int | None = None
+    flops_depend_on_values = False  # the same compute for any weights: counted on the meta device
     default_layer_scale = 0.0  # model.layer_scale where unset
 
     def __init__(self, config: ModelConfig, make_block: Callable[[], nn.Module]) -> None:
@@ -33,3 +35,7 @@ class Discrete(nn.Module):
     def training_flops(self, outside: int, stack: int, forward_nfe=None, backward_nfe=None) -> int:
         """Forward + backward FLOPs of one training image: backward = 2 x forward (the 3x rule)."""
         return 3 * (outside + stack)
+
+    def backward_guard(self) -> AbstractContextManager[None]:
+        """Around `loss.backward()`: nothing runs there that can fail as a trial failure."""
+        return nullcontext()

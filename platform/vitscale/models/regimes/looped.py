@@ -7,6 +7,7 @@ the ODE regime with euler and step 1 over [0, depth] is exactly this.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 
 from torch import Tensor, nn
 
@@ -19,6 +20,7 @@ class Looped(nn.Module):
     """x -> block(block(... block(x))), `depth` applications of one block."""
 
     last_nfe: int | None = None
+    flops_depend_on_values = False  # the same compute for any weights: counted on the meta device
     default_layer_scale = 0.1  # model.layer_scale where unset
 
     def __init__(self, config: ModelConfig, make_block: Callable[[], nn.Module]) -> None:
@@ -39,3 +41,7 @@ class Looped(nn.Module):
         """Forward + backward FLOPs of one training image: backward = 2 x forward (the 3x rule;
         sharing the weights changes the parameter count, not the compute)."""
         return 3 * (outside + stack)
+
+    def backward_guard(self) -> AbstractContextManager[None]:
+        """Around `loss.backward()`: nothing runs there that can fail as a trial failure."""
+        return nullcontext()

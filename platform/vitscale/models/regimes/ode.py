@@ -22,7 +22,7 @@ compute). An attempted step below eps(state dtype)·t_end — which would need m
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Literal
 
 import torch
@@ -83,8 +83,9 @@ def describe(settings: OdeConfig, t_end: float) -> str:
 def solver_errors(settings: OdeConfig, t_end: float) -> Iterator[None]:
     """Turn torchdiffeq's failure assertions into typed trial failures.
 
-    Wrap the forward (done here) and, with `adjoint=True`, also `loss.backward()` in the
-    training loop: the adjoint solve runs there and can fail the same way.
+    Wraps the forward (done here) and, with `adjoint=True`, also `loss.backward()`
+    (`NeuralOde.backward_guard`, which the trainer opens): the adjoint solve runs there and can
+    fail the same way.
     """
     try:
         yield
@@ -104,6 +105,8 @@ def solver_errors(settings: OdeConfig, t_end: float) -> Iterator[None]:
 class NeuralOde(nn.Module):
     """x(t_end) of dx/dt = block.residual(x), x(0) = tokens."""
 
+    # An adaptive solver's step count depends on the weights: FLOPs are counted on a real forward.
+    flops_depend_on_values = True
     default_layer_scale = 0.1  # model.layer_scale where unset
 
     def __init__(self, config: ModelConfig, make_block: Callable[[], nn.Module]) -> None:
@@ -161,6 +164,13 @@ class NeuralOde(nn.Module):
         if self.settings.adjoint:
             return forward + 2 * outside + 3 * per_eval * backward_nfe
         return 3 * forward
+
+    def backward_guard(self) -> AbstractContextManager[None]:
+        """Around `loss.backward()`: with the adjoint method the ODE is solved again there, and
+        can fail the same way as the forward solve."""
+        if self.settings.adjoint:
+            return solver_errors(self.settings, self.t_end)
+        return nullcontext()
 
     def layer_times(self, layers: Sequence[int], depth: int) -> list[float]:
         """t_k = k · t_end / depth: the times at which a depth-`depth` discrete model's block k ends."""
