@@ -23,7 +23,10 @@ LAYERS: tuple[tuple[frozenset[str], str], ...] = (
         frozenset({"vitscale", "errors", "validation", "pareto"}),
         "the shared vocabulary: exceptions, pydantic helpers, Pareto masks; no torch, nothing of vitscale",
     ),
-    (frozenset({"models", "device"}), "a ViT from one ModelConfig, and which torch device to use"),
+    (
+        frozenset({"models", "device", "kinds"}),
+        "a ViT from one ModelConfig, which torch device to use, and the study kinds (plain data)",
+    ),
     (frozenset({"data", "tracking"}), "data sets (registered like mixers) and the MLflow layout and store"),
     (frozenset({"train", "bench"}), "one trial (fit) and one benchmark sweep, each with its config"),
     (
