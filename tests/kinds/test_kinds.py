@@ -11,19 +11,19 @@ import pytest
 from vitscale.analysis.report import SECTIONS
 from vitscale.analysis.steps import STEPS
 from vitscale.errors import UserError
-from vitscale.kinds import KINDS, register_kind, study_kind
+from vitscale.kinds import STUDY_KINDS, register_kind, study_kind
 from vitscale.study.spec import KindName, StudySpec
 
 
 def test_the_three_kinds_are_registered_in_order():
-    assert list(KINDS) == ["train", "benchmark", "comparison"]
-    assert typing.get_args(KindName) == tuple(KINDS)
-    assert StudySpec.model_json_schema()["properties"]["kind"]["enum"] == list(KINDS)
+    assert list(STUDY_KINDS) == ["train", "benchmark", "comparison"]
+    assert typing.get_args(KindName) == tuple(STUDY_KINDS)
+    assert StudySpec.model_json_schema()["properties"]["kind"]["enum"] == list(STUDY_KINDS)
 
 
-@pytest.mark.parametrize("name", list(KINDS))
+@pytest.mark.parametrize("name", list(STUDY_KINDS))
 def test_every_step_and_section_of_a_kind_exists(name):
-    kind = KINDS[name]
+    kind = STUDY_KINDS[name]
     assert [s for s in kind.analysis_steps if s not in STEPS] == []
     assert [s for s in kind.report_sections if s not in SECTIONS] == []
     assert kind.analysis_steps and kind.report_sections
@@ -54,8 +54,8 @@ def test_a_comparison_trains_in_phases_and_searches_through_its_arms():
 
 def test_a_kind_registers_once():
     with pytest.raises(ValueError, match="'train' is registered twice"):
-        register_kind(replace(KINDS["train"], title="Again"))
-    assert KINDS["train"].title == "Training"
+        register_kind(replace(STUDY_KINDS["train"], title="Again"))
+    assert STUDY_KINDS["train"].title == "Training"
 
 
 def test_an_unknown_kind_is_one_line_naming_the_registered_ones():

@@ -1,4 +1,4 @@
-"""Study kinds: importing a file registers its StudyKind in `KINDS` (see `registry`).
+"""Study kinds: importing a file registers its StudyKind in `STUDY_KINDS` (see `registry`).
 
 A new kind is one file here that calls `register_kind(StudyKind(...))`, plus its name on the
 import line below (the order is the order `kind:` lists its values in the JSON Schema and errors).
@@ -6,8 +6,8 @@ import line below (the order is the order `kind:` lists its values in the JSON S
 
 # isort: off
 from vitscale.kinds import train, benchmark, comparison  # noqa: F401
-from vitscale.kinds.registry import KINDS, StudyKind, register_kind, study_kind
+from vitscale.kinds.registry import STUDY_KINDS, StudyKind, register_kind, study_kind
 
 # isort: on
 
-__all__ = ["KINDS", "StudyKind", "register_kind", "study_kind"]
+__all__ = ["STUDY_KINDS", "StudyKind", "register_kind", "study_kind"]

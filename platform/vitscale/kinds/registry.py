@@ -46,20 +46,20 @@ class StudyKind:
     points_noun: str  # `study validate`: "12 trials = 12 <points_noun>s x 1 seed" (grid studies)
 
 
-KINDS: dict[str, StudyKind] = {}
+STUDY_KINDS: dict[str, StudyKind] = {}
 
 
 def register_kind(kind: StudyKind) -> StudyKind:
-    """Add `kind` to KINDS under its name; a name registers once."""
-    if kind.name in KINDS:
+    """Add `kind` to STUDY_KINDS under its name; a name registers once."""
+    if kind.name in STUDY_KINDS:
         raise ValueError(f"study kind {kind.name!r} is registered twice")
-    KINDS[kind.name] = kind
+    STUDY_KINDS[kind.name] = kind
     return kind
 
 
 def study_kind(name: str) -> StudyKind:
     """The registered kind called `name` (a study's `kind:`, a run's `vitscale.kind` tag)."""
     try:
-        return KINDS[name]
+        return STUDY_KINDS[name]
     except KeyError:
-        raise UserError(f"kind: {name!r} is not a study kind; use one of {', '.join(KINDS)}") from None
+        raise UserError(f"kind: {name!r} is not a study kind; use one of {', '.join(STUDY_KINDS)}") from None

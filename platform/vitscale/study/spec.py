@@ -14,14 +14,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from vitscale.bench.config import BenchmarkConfig
-from vitscale.kinds import KINDS, study_kind
+from vitscale.kinds import STUDY_KINDS, study_kind
 from vitscale.study.distributions import Param
 from vitscale.tracking.layout import DEFAULT_TRACKING_URI
 from vitscale.train.config import TrialConfig
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 DEFAULT_NUM_SAMPLES = 16
-KindName = Literal[tuple(KINDS)]  # the registered study kinds (vitscale.kinds), in registration order
+KindName = Literal[tuple(STUDY_KINDS)]  # the registered study kinds (vitscale.kinds), in registration order
 
 
 class _Section(BaseModel):

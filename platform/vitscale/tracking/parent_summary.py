@@ -151,7 +151,7 @@ def counts(runs: list, planned: int) -> dict[str, float]:
 def summary_metrics(runs: list, *, kind: str, objective: str, mode: str, planned: int) -> dict[str, float]:
     """The parent's metrics from its child runs (see the module docstring); `kind` names a study kind."""
     out = counts(runs, planned)
-    phased = study_kind(kind).phased
+    phased = study_kind(kind).phased  # a comparison: its arms from their final runs
     if not study_kind(kind).trains:  # nothing to rank: a benchmark's fronts are per resolution
         return out
     test = test_metric(objective)
