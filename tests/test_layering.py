@@ -24,8 +24,8 @@ LAYERS: tuple[tuple[frozenset[str], str], ...] = (
         "the shared vocabulary: exceptions, pydantic helpers, Pareto masks, dotted keys; no torch, nothing of vitscale",
     ),
     (
-        frozenset({"models", "device", "sqlite_files"}),
-        "a ViT from one ModelConfig, which torch device to use, the SQLite files' check",
+        frozenset({"models", "device", "kinds", "sqlite_files"}),
+        "a ViT from one ModelConfig, which torch device to use, the study kinds (plain data), SQLite checks",
     ),
     (frozenset({"data", "tracking"}), "data sets (registered like mixers) and the MLflow layout and store"),
     (frozenset({"train", "bench"}), "one trial (fit) and one benchmark sweep, each with its config"),

@@ -20,6 +20,7 @@ import pyarrow as pa
 from vitscale.analysis.aggregate import group_keys, mean_ci
 from vitscale.analysis.outcomes import outcome_counts, scored
 from vitscale.analysis.paired import by_seed
+from vitscale.kinds import study_kind
 from vitscale.models.registry import BASELINE, regime_order
 from vitscale.tracking.layout import parse_arm
 
@@ -46,7 +47,8 @@ class Arm:
 
 
 def is_comparison(kind: str, table: pa.Table) -> bool:
-    return kind == "comparison" or "final" in set(table.column("phase").to_pylist())
+    """Arms from final runs: a phased kind, or a training study whose runs have a final phase."""
+    return study_kind(kind).phased or "final" in set(table.column("phase").to_pylist())
 
 
 def comparison_arms(table: pa.Table) -> list[Arm]:

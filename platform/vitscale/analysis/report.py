@@ -6,6 +6,7 @@ MLflow and the one redrawn from runs.parquet are the same text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -26,38 +27,21 @@ from vitscale.analysis.varies import distinct_values
 from vitscale.models.registry import BASELINE, CANDIDATE, regime_order
 from vitscale.tracking.layout import arm_display
 
-KIND_NAMES = {"train": "Training", "benchmark": "Benchmark", "comparison": "Comparison"}
-
 
 def header_lines(res: AnalysisResult) -> list[str]:
-    c = res.counts()
+    """Title, the outcome counts in the kind's words (a benchmark's runs are measured, not
+    trained), and what the statistics use."""
+    c, kind = res.counts(), res.study_kind
     parents = ", ".join(f"`{p}`" for p in res.parent_run_ids) or "—"
-    if res.kind == "benchmark":  # nothing trains, stops early or is scored as chance here
-        return [
-            f"# {res.study}: analysis",
-            "",
-            f"Benchmark study · {c['runs']} trial runs: {c['used']} measured, {c['failed']} failed, "
-            f"{c['killed']} killed, {c['other']} other · parent run(s): {parents}",
-            "",
-            "Statistics use the configurations that were measured (status FINISHED); failed and killed "
-            "trials are counted beside them. `±` is the 95 % Student-t interval over seeds.",
-            "",
-        ]
+    phases = f" ({c['tuning']} tuning, {c['final']} final)" if c["final"] else ""
+    incomplete = "scored as chance" if res.policy == "chance" else "dropped"
     return [
         f"# {res.study}: analysis",
         "",
-        f"{KIND_NAMES.get(res.kind, res.kind)} study · {c['runs']} trial runs"
-        + (f" ({c['tuning']} tuning, {c['final']} final)" if c["final"] else "")
-        + ": "
-        f"{c['used']} used ({c['did_not_train']} of them did not train), {c['failed']} failed, "
-        f"{c['stopped_early']} stopped early, {c['killed']} killed, {c['other']} other · "
+        f"{kind.title} study · {c['runs']} trial runs{phases}: {kind.report_counts.format(**c)} · "
         f"parent run(s): {parents}",
         "",
-        "Configuration statistics, fronts and fits use runs that finished their schedule (status "
-        "FINISHED, not stopped early); failed, killed and stopped-early trials are counted beside them. "
-        "Did-not-train runs (finished within 2 points of chance) stay in and are counted. Arm means and "
-        f"Δ: incomplete runs **{'scored as chance' if res.policy == 'chance' else 'dropped'}** "
-        f"(`--incomplete {res.policy}`). `±` is the 95 % Student-t interval over seeds.",
+        kind.report_statistics.format(incomplete=incomplete, policy=res.policy),
         "",
     ]
 
@@ -162,8 +146,6 @@ def fronts_section(res: AnalysisResult) -> list[str]:
     """Each training front as a table; a front whose cost takes one value is one line instead."""
     out, flat = ["## Pareto fronts", ""], []
     for f in res.fronts:
-        if res.kind == "benchmark":
-            continue
         values = distinct_values(res.aggregates, f"{f.x}_mean")
         if len(values) < 2:
             flat.append(f"{f.x} ({', '.join(num(v, 3) for v in values) or 'none'})")
@@ -274,44 +256,11 @@ def exponents_section(res: AnalysisResult) -> list[str]:
     ]
 
 
-# Per study kind: the section's title, its line when nothing is listed, and its columns.
-TRAIN_FAILURES = (
-    "Failed, stopped-early and did-not-train trials",
-    "None: every trial finished its schedule and trained.",
-    {
-        "trial_id": "trial",
-        "mixer": "mixer",
-        "regime": "regime",
-        "width": "width",
-        "resolution": "resolution",
-        "seed": "seed",
-        "status": "status",
-        "stopped_early": "stopped early",
-        "did_not_train": "did not train",
-        "failure_reason": "reason",
-    },
-)
-FAILURE_TABLES = {  # a benchmark neither trains nor stops early: nothing of that in its report
-    "benchmark": (
-        "Failed trials",
-        "None: every configuration was measured.",
-        {
-            "trial_id": "trial",
-            "series": "series",
-            "regime": "regime",
-            "resolution": "resolution",
-            "seed": "seed",
-            "status": "status",
-            "failure_reason": "reason",
-        },
-    ),
-}
-
-
 def failures_section(res: AnalysisResult, limit: int = 100) -> list[str]:
     """Every trial left out of the statistics, and every did-not-train trial (up to `limit` rows;
     runs.parquet has them all)."""
-    title, none, cols = FAILURE_TABLES.get(res.kind, TRAIN_FAILURES)
+    title, none, columns = res.study_kind.failures  # a benchmark neither trains nor stops early
+    cols = dict(columns)
     t = res.runs
     keep = pc.invert(t.column("used"))
     if "did_not_train" in cols and "did_not_train" in t.column_names:
@@ -368,16 +317,27 @@ def figures_section(res: AnalysisResult) -> list[str]:
     return out if pngs else []
 
 
+SECTIONS: dict[str, Callable[[AnalysisResult], list[str]]] = {  # the names StudyKind.report_sections lists
+    "paper_table": paper_table,
+    "deltas": delta_section,
+    "arms": arms_section,
+    "resolution": resolution_section,
+    "axes": lambda res: axes_section(res.axes),
+    "configurations": configurations_table,
+    "fronts": fronts_section,
+    "fits": fits_section,
+    "compute": compute_section,
+    "benchmark": bench_sections,
+    "exponents": exponents_section,
+    "importance": importance_section,
+    "failures": failures_section,
+    "figures": figures_section,
+}
+
+
 def render(res: AnalysisResult) -> str:
-    """The whole report as markdown text."""
-    if res.kind == "benchmark":
-        body = bench_sections(res)
-    else:
-        body = paper_table(res) + delta_section(res) + arms_section(res) + resolution_section(res)
-        body += axes_section(res.axes)
-        body += configurations_table(res)
-        body += fronts_section(res) + fits_section(res) + compute_section(res)
-    body += exponents_section(res) + importance_section(res) + failures_section(res) + figures_section(res)
+    """The whole report as markdown text: the header, then the kind's sections in its order."""
+    body = [line for name in res.study_kind.report_sections for line in SECTIONS[name](res)]
     return "\n".join(header_lines(res) + body).rstrip() + "\n"
 
 

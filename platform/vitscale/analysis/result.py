@@ -17,6 +17,7 @@ from vitscale.analysis.fits import PowerLawFit
 from vitscale.analysis.fronts import Front
 from vitscale.analysis.resolution import ResolutionPoint
 from vitscale.analysis.verdicts import Comparison
+from vitscale.kinds import StudyKind, study_kind
 from vitscale.models.registry import mixer_order, regime_order
 
 
@@ -25,7 +26,7 @@ class AnalysisResult:
     """Tables (runs with analysis fields, per-configuration aggregates), fronts, fits and file paths."""
 
     study: str
-    kind: str  # "train" | "benchmark"
+    kind: str  # a registered study kind's name (vitscale.kinds): "train", "benchmark", "comparison"
     out_dir: Path
     runs: pa.Table
     aggregates: pa.Table
@@ -61,6 +62,10 @@ class AnalysisResult:
     logged_to: str | None = None  # the parent run id the artifacts went to
 
     @property
+    def study_kind(self) -> StudyKind:
+        return study_kind(self.kind)
+
+    @property
     def front_paths(self) -> dict[str, Path]:
         return {f.name: f.path for f in self.fronts if f.path is not None}
 
@@ -88,7 +93,7 @@ class AnalysisResult:
     def summary(self) -> list[dict]:
         """Per mixer x regime (series x regime for benchmarks): the headline numbers for the CLI."""
         agg = self.aggregates
-        label = "series" if self.kind == "benchmark" else "mixer"
+        label = self.study_kind.series_label
         names, regimes = agg.column(label).to_pylist(), agg.column("regime").to_pylist()
         used = as_float(agg.column("n_used"))
         out = []
@@ -103,7 +108,7 @@ class AnalysisResult:
         agg = self.aggregates
         ok = [i for i in idx if used[i] > 0]
         row: dict = {"configs": len(idx), "runs": int(as_float(agg.column("n_runs"))[idx].sum())}
-        if self.kind == "benchmark":
+        if not self.study_kind.trains:  # a benchmark: its largest resolution's numbers
             res = as_float(agg.column("resolution"))
             if ok:
                 top = max(ok, key=lambda i: res[i])

@@ -47,7 +47,7 @@ class StudyRuns:
     """The trial runs of one study plus what is needed to name and log the analysis."""
 
     study: str
-    kind: str  # "train" | "benchmark"
+    kind: str  # the study kind (vitscale.kinds): "train" | "benchmark" | "comparison"
     table: pa.Table
     parent_run_ids: list[str] = field(default_factory=list)  # newest first
     tracking_uri: str | None = None

@@ -19,6 +19,7 @@ from vitscale.analysis.fields import with_fields
 from vitscale.analysis.runs import load_study_runs
 from vitscale.analysis.snapshot import read_snapshot, write_snapshot
 from vitscale.errors import UserError
+from vitscale.kinds import study_kind
 
 FILE = "throughput.parquet"
 METRIC = "images_per_second"
@@ -68,7 +69,7 @@ def throughput_for(
             runs = load_study_runs(name, tracking_uri)
         except UserError as exc:
             return {}, f"throughput_from {name!r}: {exc}"
-        if runs.kind != "benchmark":
+        if study_kind(runs.kind).trains:  # images/s come from a study that measures, not trains
             return {}, f"throughput_from {name!r} is a {runs.kind} study, not a benchmark"
         write_snapshot(runs, path)
     else:

@@ -13,6 +13,7 @@ from rich.table import Table
 from vitscale.analysis.report_resolution import front_lines
 from vitscale.cli.app import app
 from vitscale.errors import UserError
+from vitscale.kinds import study_kind
 from vitscale.tracking.layout import DEFAULT_TRACKING_URI
 
 STUDY_FOLDERS = (".", "studies")  # where a bare file name (`tuned_quickstart`) is looked for
@@ -60,8 +61,9 @@ def _fmt(value, scale: float = 1.0, digits: int = 2, signed: bool = False) -> st
 
 def summary_table(result) -> Table:
     """Per mixer x regime: best and mean top-1 and params (benchmarks: largest resolution's numbers)."""
-    bench = result.kind == "benchmark"
-    table = Table(title=f"{result.study}: {'benchmark' if bench else 'training'} summary")
+    kind = study_kind(result.kind)
+    bench = not kind.trains  # per series: its largest resolution's images/s and memory
+    table = Table(title=f"{result.study}: {kind.summary_title} summary")
     cols = (
         ["series", "regime", "configs", "runs", "resolution", "images/s", "peak MB"]
         if bench
@@ -185,8 +187,9 @@ def analyze_command(
         else ""
     )
     console.print(
-        f"{c['runs']} trial runs{phases}: {c['used']} used ({c['did_not_train']} did not train), "
-        f"{c['failed']} failed, {c['stopped_early']} stopped early, {c['killed'] + c['other']} killed/other"
+        study_kind(result.kind).cli_counts.format(
+            **c, phases=phases, killed_or_other=c["killed"] + c["other"]
+        )
     )
     if result.comparisons:
         console.print(f"Verdicts on test (margin ±{margin:g} point, incomplete runs: {incomplete}):")

@@ -14,6 +14,7 @@ from rich.table import Table
 from vitscale.cli.app import study_app
 from vitscale.cli.study_cmd import SetOption
 from vitscale.errors import UserError
+from vitscale.kinds import study_kind
 from vitscale.study import load_study
 from vitscale.tracking import layout, store
 
@@ -222,7 +223,7 @@ def print_summary(summary) -> None:
         console.print(f"  failed {trial.name}: {trial.failure_reason}")
     if getattr(summary, "arms", None):
         console.print(arm_table(summary.arms))
-    if summary.kind == "comparison":
+    if study_kind(summary.kind).phased:  # the best arm by its final runs
         console.print(best_arm_line(summary))
     else:
         for resolution, configs in summary.best.items():

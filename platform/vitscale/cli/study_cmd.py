@@ -18,6 +18,7 @@ from typing import Annotated
 import typer
 
 from vitscale.cli.app import study_app
+from vitscale.kinds import study_kind
 from vitscale.study import (
     SpecError,
     apply_overrides,
@@ -55,7 +56,8 @@ def trials_line(spec) -> str:
     def n(count: int, noun: str) -> str:
         return f"{count} {noun}{'' if count == 1 else 's'}"
 
-    if spec.kind == "comparison":
+    kind = study_kind(spec.kind)
+    if kind.phased:
         tuning, final = planned_trials(spec)
         arms = len(arm_list(spec))
         fidelity = spec.search.fidelity
@@ -69,10 +71,8 @@ def trials_line(spec) -> str:
             f"{n(tuning + final, 'trial')} = {n(arms, 'arm')} x ({n(tuning // arms, 'tuning trial')}{at}"
             f" + {n(len(spec.final.seeds), 'final seed')} at full fidelity)"
         )
-    if spec.kind == "benchmark":
-        what = n(len(grid_points(spec)), "configuration")
-    elif spec.search.algorithm == "grid":
-        what = n(len(grid_points(spec)), "grid point")
+    if spec.search.algorithm == "grid":  # a benchmark: its configurations
+        what = n(len(grid_points(spec)), kind.points_noun)
     else:
         what = n(spec.search.num_samples, f"{spec.search.algorithm} sample")
     return f"{n(count_trials(spec), 'trial')} = {what} x {n(len(spec.search.seeds), 'seed')}"

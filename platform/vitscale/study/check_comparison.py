@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 
 from pydantic import ValidationError
 
+from vitscale.kinds import study_kind
 from vitscale.study.check_space import check_structure
 from vitscale.study.comparison import arm_list, arm_study, arm_values
 from vitscale.study.errors import Problem
@@ -24,7 +25,7 @@ def comparison_problems(
 
     `check_study`: `checks.check_study`, run on each arm's study (passed in: it runs this check too).
     """
-    if spec.kind != "comparison":
+    if not study_kind(spec.kind).phased:
         for key in ("arms", "reference", "final", "tuned_from"):
             if getattr(spec, key) is not None:
                 yield Problem(key, "only for kind: comparison")

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 
 from pydantic import ValidationError
 
+from vitscale.kinds import study_kind
 from vitscale.study.check_comparison import comparison_problems
 from vitscale.study.check_space import check_against_trial, check_structure
 from vitscale.study.distributions import CONTINUOUS
@@ -25,12 +26,12 @@ from vitscale.validation import error_items
 
 
 def known_metrics(kind: str) -> tuple[str, ...]:
-    """What a study may optimise: the trainer's metrics, or the benchmark's."""
-    return BENCH_METRICS if kind == "benchmark" else REPORTED_METRICS
+    """What a study may optimise: the trainer's metrics, or (trials that measure) the benchmark's."""
+    return REPORTED_METRICS if study_kind(kind).trains else BENCH_METRICS
 
 
 def _kind(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
-    if spec.kind == "benchmark":
+    if not study_kind(spec.kind).trains:
         if spec.benchmark is None:
             yield Problem("benchmark", "required for kind: benchmark (mixers, regimes, resolutions, ...)")
         if spec.space:
@@ -83,7 +84,7 @@ def _search(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
     dupes = sorted({s for s in search.seeds if search.seeds.count(s) > 1})
     if dupes:
         yield Problem("search.seeds", f"seed(s) {dupes} listed more than once")
-    if spec.kind == "benchmark":
+    if not study_kind(spec.kind).trains:  # a benchmark measures every configuration
         return
     if search.algorithm == "grid":
         if search.num_samples is not None:
@@ -115,8 +116,8 @@ def _resources(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
     gpu = spec.resources.gpu
     if gpu > 1 and gpu != int(gpu):
         yield Problem("resources.gpu", f"{gpu}: above one GPU per trial, ask for a whole number")
-    device = spec.benchmark.device if spec.kind == "benchmark" and spec.benchmark else spec.trial.train.device
-    key = "benchmark.device" if spec.kind == "benchmark" else "trial.train.device"
+    device = spec.trial_settings.device
+    key = f"{study_kind(spec.kind).trial_section}.device"
     if device.startswith("cuda") and gpu == 0:
         yield Problem(key, f"{device} needs resources.gpu > 0 (a trial sees only the GPUs it reserves)")
 
@@ -131,7 +132,7 @@ def space_problems(spec: StudySpec, removed: Iterable[str] = (), with_trial: boo
     problems = check_structure(spec.space)
     if (
         not with_trial
-        or spec.kind != "train"
+        or not study_kind(spec.kind).searches
         or any(".when" in p.key and "cycle" in p.message for p in problems)
     ):
         return problems
@@ -154,7 +155,7 @@ def space_problems(spec: StudySpec, removed: Iterable[str] = (), with_trial: boo
 def _grid(spec: StudySpec) -> Iterable[Problem]:
     """Grid studies: every point must build a valid trial (catches what no single rule names)."""
     if (
-        spec.kind != "train"
+        not study_kind(spec.kind).searches
         or spec.search.algorithm != "grid"
         or any(p.kind in CONTINUOUS for p in spec.space.values())
     ):

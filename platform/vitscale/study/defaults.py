@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vitscale.kinds import study_kind
 from vitscale.study import space as _space
 from vitscale.study.comparison import arm_list
 from vitscale.study.distributions import Param
@@ -27,7 +28,7 @@ DECIDING_KEYS = ("model.mixer", "model.regime", "data.dataset")
 def variants(spec: StudySpec) -> list[dict[str, Any]]:
     """The combinations of DECIDING_KEYS values the study's trials take: a comparison's arms, else
     the finite values its space gives those keys (the base trial's where the space has none)."""
-    if spec.kind == "comparison":
+    if study_kind(spec.kind).phased:
         return [{k: v for k, v in arm.items() if k in DECIDING_KEYS} for arm in arm_list(spec)]
     keys = [k for k in DECIDING_KEYS if k in spec.space and spec.space[k].is_finite]
     return _space.expand(spec.space, spec.trial, Param.values, keys=keys) if keys else [{}]
@@ -36,7 +37,7 @@ def variants(spec: StudySpec) -> list[dict[str, Any]]:
 def run_defaults(spec: StudySpec) -> list[tuple[list[str], dict[str, Any]]]:
     """(variant names, {dotted key: value as run}) for every value the base trial leaves null, the
     space does not search and a trial runs with set; variants that resolve alike share a row (['attention · looped', 'attention · ode'])."""
-    if spec.kind == "benchmark":
+    if not study_kind(spec.kind).trains:  # a benchmark's configurations set everything
         return []
     searched = tuple(spec.space)  # the points set these (a coupled key: its whole section)
     unset = {

@@ -3,6 +3,7 @@ arm's tuning study plus its final runs."""
 
 from __future__ import annotations
 
+from vitscale.kinds import study_kind
 from vitscale.study.comparison import arm_list, arm_study
 from vitscale.study.resolve import grid_points
 from vitscale.study.spec import StudySpec
@@ -10,7 +11,7 @@ from vitscale.study.spec import StudySpec
 
 def count_trials(spec: StudySpec) -> int:
     """Trials the study plans: grid points (or num_samples) x seeds (benchmark: configurations x seeds)."""
-    if spec.kind == "comparison":
+    if study_kind(spec.kind).phased:
         return sum(planned_trials(spec))
     points = len(grid_points(spec)) if spec.search.algorithm == "grid" else spec.search.num_samples
     return points * len(spec.search.seeds)

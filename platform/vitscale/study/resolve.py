@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from vitscale.dotted import set_in
+from vitscale.kinds import study_kind
 from vitscale.study import space as _space
 from vitscale.study.distributions import Param
 from vitscale.study.errors import SpecError
@@ -37,7 +38,7 @@ def grid_points(spec: StudySpec) -> list[dict[str, Any]]:
     empty space has one point, {}. A benchmark study's points are its configurations
     ({mixer, regime, resolution, attention_backend}, see `BenchmarkConfig.configurations`).
     """
-    if spec.kind == "benchmark":
+    if not study_kind(spec.kind).trains:
         return spec.benchmark.configurations() if spec.benchmark else []
     return _space.expand(spec.space, spec.trial, Param.values)
 
@@ -135,7 +136,7 @@ def spec_dict(spec: StudySpec) -> dict[str, Any]:
     data = spec.model_dump(mode="json", by_alias=True)
     data.pop("extends", None)
     data["trial"]["model"].pop("image_size", None)
-    if spec.kind == "benchmark":
+    if not study_kind(spec.kind).trains:
         data.pop("trial")  # unused; a benchmark study may not set it
     elif data.get("benchmark") is None:
         data.pop("benchmark")

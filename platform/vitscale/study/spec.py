@@ -14,12 +14,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from vitscale.bench.config import BenchmarkConfig
+from vitscale.kinds import STUDY_KINDS, study_kind
 from vitscale.study.distributions import Param
 from vitscale.tracking.layout import DEFAULT_TRACKING_URI
 from vitscale.train.config import TrialConfig
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 DEFAULT_NUM_SAMPLES = 16
+KindName = Literal[tuple(STUDY_KINDS)]  # the registered study kinds (vitscale.kinds), in registration order
 
 
 class _Section(BaseModel):
@@ -150,7 +152,7 @@ class StudySpec(_Section):
     extends: str | None = Field(
         None, description="another study file (relative to this one) to inherit; applied by the loader"
     )
-    kind: Literal["train", "benchmark", "comparison"] = Field(
+    kind: KindName = Field(
         "train", description="comparison: tune every arm with the same budget, then re-run each best"
     )
     trial: TrialConfig = Field(default_factory=TrialConfig, description="the base of every trial")
@@ -203,21 +205,28 @@ class StudySpec(_Section):
 
     @model_validator(mode="after")
     def _fill_defaults(self) -> StudySpec:
+        kind = study_kind(self.kind)
         if self.objectives is None:
-            default = ("images_per_second", "max") if self.kind == "benchmark" else ("val_top1", "max")
-            self.objectives = [Objective(metric=default[0], mode=default[1])]
+            metric, mode = kind.default_objective
+            self.objectives = [Objective(metric=metric, mode=mode)]
         if self.tracking.experiment is None:
             self.tracking.experiment = self.name
         if self.search.seeds is None:
-            seed = (
-                self.benchmark.seed if self.kind == "benchmark" and self.benchmark else self.trial.train.seed
-            )
-            self.search.seeds = [seed]
+            self.search.seeds = [self.trial_settings.seed]
         if self.search.num_samples is None and self.search.algorithm != "grid":
             self.search.num_samples = DEFAULT_NUM_SAMPLES
         if self.scheduler.max_t is None and self.scheduler.type in ("asha", "hyperband"):
             self.scheduler.max_t = max_epochs(self)
         return self
+
+    @property
+    def trial_settings(self) -> Any:
+        """The section that sets the seed and device of this kind's trials (`trial.train`, or
+        `benchmark`; a benchmark study without one falls back to `trial.train`, checks refuse it)."""
+        section: Any = self
+        for name in study_kind(self.kind).trial_section.split("."):
+            section = getattr(section, name) if section is not None else None
+        return section if section is not None else self.trial.train
 
 
 def max_epochs(spec: StudySpec) -> int:

@@ -31,6 +31,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from vitscale.kinds import study_kind
 from vitscale.tracking import layout, store
 
 _REFUSED = re.compile(r"[^A-Za-z0-9_\-. /:]+")  # what MLflow accepts in a metric name, negated
@@ -53,7 +54,7 @@ def test_metric(objective: str) -> str | None:
 
 def study_params(spec: Any, planned: int) -> dict[str, str]:
     """The study's definition as the parent run's params (see the module docstring)."""
-    search = spec.search
+    search, kind = spec.search, study_kind(spec.kind)
     params = {
         "study.kind": spec.kind,
         "search.algorithm": search.algorithm,
@@ -63,12 +64,12 @@ def study_params(spec: Any, planned: int) -> dict[str, str]:
         "objectives": ",".join(f"{o.metric}:{o.mode}" for o in spec.objectives),
         "budget.trials": planned,
     }
-    if search.algorithm != "grid" and spec.kind != "benchmark":
+    if search.algorithm != "grid" and kind.trains:
         params["search.num_samples"] = search.num_samples
         params["search.sampler_seed"] = search.sampler_seed
     if spec.space:
         params["space"] = ",".join(spec.space)
-    if spec.kind == "comparison":
+    if kind.phased:
         keys = list(spec.arms or {})
         values = [spec.arms[k] for k in keys]
         params["arms"] = ", ".join(
@@ -147,15 +148,16 @@ def counts(runs: list, planned: int) -> dict[str, float]:
 
 
 def summary_metrics(runs: list, *, kind: str, objective: str, mode: str, planned: int) -> dict[str, float]:
-    """The parent's metrics from its child runs (see the module docstring)."""
+    """The parent's metrics from its child runs (see the module docstring); `kind` names a study kind."""
     out = counts(runs, planned)
-    if kind == "benchmark":
+    phased = study_kind(kind).phased  # a comparison: its arms from their final runs
+    if not study_kind(kind).trains:  # nothing to rank: a benchmark's fronts are per resolution
         return out
     test = test_metric(objective)
     wanted = [objective] + ([test] if test else [])
     complete = [r for r in runs if _complete(r)]
     by_arm: dict[str, list] = {}
-    if kind == "comparison":
+    if phased:
         final = [r for r in complete if r.data.tags.get(layout.PHASE) == "final"]
         for run in final:
             by_arm.setdefault(run.data.tags.get(layout.ARM, ""), []).append(run)
@@ -184,7 +186,7 @@ def summary_metrics(runs: list, *, kind: str, objective: str, mode: str, planned
     for arm, best in arm_bests.items():
         if best is not None:
             out.update(_arm_metrics(arm, best, objective, test))
-    if kind == "comparison":
+    if phased:
         scored = [b for b in arm_bests.values() if b is not None]
         overall = _best(scored, objective, mode)
         if overall is not None:

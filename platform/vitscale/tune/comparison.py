@@ -77,7 +77,7 @@ def _callback(execution, phase_spec, phase: str, arm: dict | None) -> PhaseCallb
         experiment_id=execution.experiment_id,
         parent_run_id=execution.parent_run_id,
         study=execution.spec.name,
-        kind="comparison",
+        kind=execution.spec.kind,
         describe=functools.partial(describe_trial, spec=phase_spec),
         phase=phase,
         arm=arm,

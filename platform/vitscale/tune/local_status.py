@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from vitscale.errors import UserError
+from vitscale.kinds import study_kind
 from vitscale.study import StudySpec, count_trials
 from vitscale.study.comparison import arm_list
 from vitscale.tracking import layout, store
@@ -102,12 +103,8 @@ def _client(uri: str, root: Path):
 def _snapshot(spec, parent, runs, directory: Path) -> Snapshot:
     trials = [trial_row(run) for run in runs]
     statuses = [t.status for t in trials]
-    objective = spec.objectives[0]
-    best = (
-        {}
-        if spec.kind == "benchmark"
-        else best_by_seed_mean(trials, [(objective.metric, objective.mode)], spec)
-    )
+    objective, trains = spec.objectives[0], study_kind(spec.kind).trains
+    best = best_by_seed_mean(trials, [(objective.metric, objective.mode)], spec) if trains else {}
     planned = parent.data.tags.get(layout.PLANNED_TRIALS, "")
     planned = int(planned) if planned.isascii() and planned.isdigit() else count_trials(spec)
     snapshot = Snapshot(
@@ -117,7 +114,7 @@ def _snapshot(spec, parent, runs, directory: Path) -> Snapshot:
         running=statuses.count("RUNNING"),
         failed=statuses.count("FAILED"),
         planned=planned,
-        objective="" if spec.kind == "benchmark" else objective.metric,  # fronts per resolution, not one best
+        objective=objective.metric if trains else "",  # a benchmark: fronts per resolution, not one best
         best=next(iter(best.values()), [None])[0],
         updated_s=time.time() - _last_change(parent, runs, directory),
         show_eta=parent.info.status == "RUNNING",
@@ -135,7 +132,7 @@ def _ended(run) -> bool:
 
 def _phase(spec, runs) -> str:
     """A comparison's phase now: `tune arm 2/4 ssog · ode` or `final`, from its running trials."""
-    if spec.kind != "comparison":
+    if not study_kind(spec.kind).phased:
         return ""
     running = [r.data.tags for r in runs if r.data.tags.get(layout.STATUS) == "RUNNING"]
     if any(t.get(layout.PHASE) == "final" for t in running):

@@ -33,6 +33,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from vitscale.errors import UserError
+from vitscale.kinds import study_kind
 from vitscale.sqlite_files import check_sqlite
 from vitscale.study import StudySpec
 from vitscale.study.comparison import arm_list
@@ -50,7 +51,7 @@ def study_name(study: str, arm: Mapping[str, Any] | None = None) -> str:
 
 
 def uses_optuna(spec) -> bool:
-    return spec.kind == "train" and spec.search.algorithm != "grid"
+    return study_kind(spec.kind).searches and spec.search.algorithm != "grid"
 
 
 def _newest_execution(spec, directory: Path) -> Path | None:
@@ -219,7 +220,7 @@ def _arms(state: dict) -> list[dict]:
         spec = StudySpec.model_validate(state.get("spec") or {})
     except ValidationError:
         return []
-    return arm_list(spec) if spec.kind == "comparison" else []
+    return arm_list(spec) if study_kind(spec.kind).phased else []
 
 
 def pick_arm(studies: list[DashboardStudy], wanted: str) -> DashboardStudy | None:

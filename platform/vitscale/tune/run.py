@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from ray import tune
 
 from vitscale.errors import UserError
+from vitscale.kinds import study_kind
 from vitscale.study import StudySpec, count_trials, dump_spec, load_study, spec_hash
 from vitscale.tracking import parent_summary, queued, store
 from vitscale.train.from_mlflow import resolve_spec_teachers
@@ -147,7 +148,7 @@ def run_study(
     optuna_storage = storage_mod.absolute_sqlite(optuna_study.storage_for(spec, directory, continue_search))
     execution = StudyExecution(directory, spec, uri, experiment_id, parent_run_id, optuna_storage, source)
     execution.save()
-    if spec.kind == "comparison":
+    if study_kind(spec.kind).phased:
         return run_comparison(execution, verbose=verbose)
     tuner = build_tuner(execution, verbose=verbose)
     return _fit_and_summarise(tuner, execution)
@@ -198,7 +199,7 @@ def resume_study(
     jobs.tag_parent_run(client, execution.parent_run_id)
     params = parent_summary.study_params(execution.spec, count_trials(execution.spec))
     parent_summary.log_study_params(client, execution.parent_run_id, params)
-    if execution.spec.kind == "comparison":
+    if study_kind(execution.spec.kind).phased:
         summary = run_comparison(execution, verbose=verbose)  # skips the phases already done
     else:
         tuner = tune.Tuner.restore(

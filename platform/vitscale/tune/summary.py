@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from vitscale.kinds import study_kind
 from vitscale.tracking import layout, store
 from vitscale.tracking.seed_mean import ConfigMean, Replicate, best_per_resolution, config_label, seed_means
 from vitscale.tracking.tune_callback import completion_tags, result_metrics
@@ -137,10 +138,11 @@ def best_by_seed_mean(trials: list[TrialRow], objectives: list[tuple[str, str]],
     means (several). Only runs that finished every epoch count; a comparison counts its final
     runs, named by arm. One objective of a train study: one entry (key None); otherwise one per
     resolution, so a front never mixes 32 px with 64 px configurations."""
+    kind = study_kind(spec.kind)
     rows = [t for t in trials if t.status == "FINISHED" and not t.stopped_early]
-    if spec.kind == "comparison":
+    if kind.phased:
         rows = [t for t in rows if t.phase == "final"]
-    split = len(objectives) > 1 or spec.kind == "benchmark"
+    split = len(objectives) > 1 or not kind.trains  # a benchmark's configurations rank per resolution
     keys = label_keys(rows, spec, drop=RESOLUTION_PARAMS if split else ())
     replicates = [
         Replicate(
@@ -158,9 +160,10 @@ def label_keys(rows: list[TrialRow], spec, drop=()) -> list[str]:
     """The params that name a configuration: the arms of a comparison, the searched keys of a
     train study, else (benchmarks) every param that differs between configurations while
     constant across each one's seeds."""
-    if spec.kind == "comparison":
+    kind = study_kind(spec.kind)
+    if kind.phased:
         return list(spec.arms)
-    if spec.kind == "train" and spec.space:
+    if kind.searches and spec.space:
         return list(spec.space)
     groups: dict[str, list[dict]] = {}
     for row in rows:

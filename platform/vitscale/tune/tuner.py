@@ -9,6 +9,7 @@ from ray.tune.search.optuna import OptunaSearch
 
 from vitscale.bench.placement import trial_resources
 from vitscale.bench.trial import bench_trial, describe_bench_trial
+from vitscale.kinds import study_kind
 from vitscale.study import (
     config_key,
     count_trials,
@@ -29,11 +30,12 @@ from vitscale.tune.samplers import SAMPLERS
 from vitscale.tune.trainable import train_trial
 
 CHECKPOINTS_KEPT = 4  # per trial; see RunConfig below
+BENCH_COLUMNS = ["mixer", "regime", "resolution", "attention_backend"]  # a benchmark point's keys
 
 
 def trainable_for(spec):
     """The trial function with its resources; benchmark studies time models instead of training."""
-    function = bench_trial if spec.kind == "benchmark" else train_trial
+    function = train_trial if study_kind(spec.kind).trains else bench_trial
     resources = trial_resources(spec)  # a CPU benchmark timing reserves its whole node
     return tune.with_resources(tune.with_parameters(function, spec=spec), resources)
 
@@ -43,7 +45,7 @@ def describe_trial(config: dict, spec) -> TrialDescription:
     trainable runs it (`run_trial`), the active sections only (`run_params`). The replicate key
     hashes the trial as resolved before (threads and unused sections included), so runs of one
     configuration logged before and after keep one group."""
-    if spec.kind == "benchmark":
+    if not study_kind(spec.kind).trains:
         return describe_bench_trial(config, spec)
     point, seed = config["point"], config["seed"]
     sample = config.get("sample") if spec.search.algorithm != "grid" else None
@@ -71,7 +73,7 @@ def _search(spec, directory, storage_url: str = "", parent_run_id: str = "", opt
     """(search_alg, param_space, num_samples) for the spec's algorithm. Samplers use the Optuna
     study `optuna_name` (default: the vitscale study's name; a comparison arm's is
     `<study>/<arm>`) in `storage_url` (see `tune.optuna_study`)."""
-    if spec.search.algorithm == "grid" or spec.kind == "benchmark":
+    if spec.search.algorithm == "grid" or not study_kind(spec.kind).trains:
         points = grid_points(spec)
         space = {"point": tune.grid_search(points), "seed": tune.grid_search(list(spec.search.seeds))}
         return None, space, 1
@@ -103,9 +105,7 @@ def _reporter(spec) -> tune.CLIReporter:
     """Ray Tune's status table (`--verbose` only: the progress line says where a study stands),
     showing the objectives, at most every 15 s."""
     columns = {"epoch": "epoch", **{o.metric: o.metric for o in spec.objectives}}
-    names = (
-        list(spec.space) if spec.kind == "train" else ["mixer", "regime", "resolution", "attention_backend"]
-    )
+    names = list(spec.space) if study_kind(spec.kind).searches else BENCH_COLUMNS
     parameters = {f"point/{name}": name.split(".")[-1] for name in names}
     if len(spec.search.seeds) > 1:
         parameters["seed"] = "seed"
@@ -136,9 +136,9 @@ def build_tuner(
         objectives=[(o.metric, o.mode) for o in spec.objectives],
         source=getattr(execution, "source", ""),
     )
-    objective = spec.objectives[0]
+    objective, trains = spec.objectives[0], study_kind(spec.kind).trains
     # A benchmark's configurations compare only within a resolution: no one "best" in its line.
-    best_of = None if spec.kind == "benchmark" else (objective.metric, objective.mode)
+    best_of = (objective.metric, objective.mode) if trains else None
     progress = progress or ProgressCallback(spec.name, count_trials(spec), best_of)
 
     return tune.Tuner(
@@ -151,7 +151,7 @@ def build_tuner(
             max_concurrent_trials=spec.search.max_concurrent_trials,
             # One worker runs trial after trial (imports and data loaded once; tune.worker_cache
             # resets the rest). Benchmarks time and measure memory: they get a fresh process each.
-            reuse_actors=spec.kind != "benchmark",
+            reuse_actors=trains,
             trial_name_creator=lambda trial: trial.trial_id,
             trial_dirname_creator=lambda trial: trial.trial_id,
         ),
