@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 
 from vitscale.errors import UserError
 from vitscale.sqlite_files import check_sqlite
-from vitscale.tracking import layout, provenance
+from vitscale.tracking import layout, provenance, store_template
 
 MAX_PARAM_CHARS = 6000
 PAGE_SIZE = 1000  # runs per search_runs page
@@ -109,8 +109,12 @@ def client_for(uri: str):
         return MlflowClient(tracking_uri=uri)
     with (database.parent / f".{database.name}.lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        client = MlflowClient(tracking_uri=uri)  # creates / migrates the store
+        fresh = store_template.is_new(database)
+        templated = fresh and store_template.start_from_template(database)
+        client = MlflowClient(tracking_uri=uri)  # creates / migrates the store (a copy: checks it)
         client.search_experiments(max_results=1)
+        if fresh and not templated:
+            store_template.keep_as_template(database)
     return client
 
 
