@@ -31,7 +31,7 @@ demo: setup
 	@echo "MLflow UI: $(BIN)/vitscale ui   (then open http://127.0.0.1:5000/#/experiments?workflowType=machine_learning)"
 
 test: setup
-	$(BIN)/python -m pytest -q --durations=25 tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=25 tests
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow" tests
