@@ -222,6 +222,7 @@ def test_edges_of_each_kind_of_range():
     assert edge(1, {"int": [1, 8]}) == "low" and edge(4, {"int": [1, 8]}) is None
     assert edge(64, {"choice": [128, 32, 64]}) is None and edge(128, {"grid": [128, 32, 64]}) == "high"
     assert edge("ssog", {"choice": ["attention", "ssog"]}) is None  # categorical: no edge
+    assert edge(64, {"choice": [32, 64]}) is None  # two values: no interior, so no edge either
 
 
 def test_an_unknown_policy_is_a_user_error(tmp_path):

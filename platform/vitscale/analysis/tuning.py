@@ -20,7 +20,8 @@ EDGE_FRACTION = 0.05  # within 5 % of the range (in log space for loguniform) co
 def edge(value, dist: dict) -> str | None:
     """'low' / 'high' when `value` is at an end of the distribution's range, else None.
 
-    Lists are only ordered when numeric; a categorical choice has no edge.
+    Lists are only ordered when numeric, and need an interior (3 values or more): a categorical
+    choice, or a choice of two, has no edge to warn about.
     """
     if value is None or not isinstance(dist, dict):
         return None
@@ -30,7 +31,7 @@ def edge(value, dist: dict) -> str | None:
     bounds = dist[kind]
     if kind in LIST_KINDS:
         nums = [v for v in bounds if isinstance(v, int | float) and not isinstance(v, bool)]
-        if len(nums) < 2 or len(nums) != len(bounds):
+        if len(nums) < 3 or len(nums) != len(bounds):
             return None
         lo, hi = min(nums), max(nums)
         return "low" if value == lo else "high" if value == hi else None
