@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[frozenset[str], str], ...] = (
         "the shared vocabulary: exceptions, pydantic helpers, Pareto masks, dotted keys; no torch, nothing of vitscale",
     ),
     (
-        frozenset({"models", "device", "sqlite_files"}),
+        frozenset({"models", "device", "sqlite_files", "storage_errors"}),
         "a ViT from one ModelConfig, which torch device to use, the SQLite files' check",
     ),
     (frozenset({"data", "tracking"}), "data sets (registered like mixers) and the MLflow layout and store"),

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from vitscale import storage_errors
 from vitscale.errors import UserError
 from vitscale.sqlite_files import check_sqlite
 from vitscale.tracking import layout, provenance
@@ -107,10 +108,12 @@ def client_for(uri: str):
     database = Path(uri.removeprefix("sqlite:///").split("?")[0]) if uri.startswith("sqlite:///") else None
     if database is None or not database.parent.is_dir():
         return MlflowClient(tracking_uri=uri)
-    with (database.parent / f".{database.name}.lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        client = MlflowClient(tracking_uri=uri)  # creates / migrates the store
-        client.search_experiments(max_results=1)
+    # A disk full (or read-only) before the store exists: one line naming it, not SQLAlchemy's 132.
+    with storage_errors.as_user_error(str(database)):
+        with (database.parent / f".{database.name}.lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            client = MlflowClient(tracking_uri=uri)  # creates / migrates the store
+            client.search_experiments(max_results=1)
     return client
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 from ray import tune
 
+from vitscale import storage_errors
 from vitscale.errors import UserError
 from vitscale.study import StudySpec, count_trials, dump_spec, load_study, spec_hash
 from vitscale.tracking import parent_summary, queued, store
@@ -53,7 +54,7 @@ class StudyExecution:
             "source": self.source,
         }
         storage_mod.write_state(self.directory / STATE_FILE, state)
-        (self.directory.parent / LATEST_FILE).write_text(self.directory.name + "\n")
+        storage_mod.write_atomically(self.directory.parent / LATEST_FILE, self.directory.name + "\n")
 
     @classmethod
     def load(cls, directory: Path) -> StudyExecution:
@@ -91,6 +92,7 @@ def _absolute_data_root(spec):
     return spec.model_copy(update={"trial": trial})
 
 
+@storage_errors.as_user_error()  # a full or read-only disk met outside the fit: one line too
 def run_study(
     spec,
     *,
@@ -174,6 +176,7 @@ def locate_execution(target: str, storage: str | None = None) -> Path:
     return (root / name / latest.read_text().strip()).resolve()
 
 
+@storage_errors.as_user_error()
 def resume_study(
     target: str,
     *,
