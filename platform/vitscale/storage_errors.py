@@ -33,10 +33,10 @@ _WORDS = {  # SQLite's and the OS's words, as they appear in messages and logged
     "database is locked": LOCKED,
 }
 _ERRNO_IN_TEXT = re.compile(r"\[errno (\d+)\]", re.IGNORECASE)  # pyarrow: "Detail: [errno 28] ..."
-_FIXES = {
-    FULL: "its filesystem is full: free space there (`df -h`)",
-    READ_ONLY: "it is read-only: make it writable (or point the study elsewhere)",
-    LOCKED: "another process holds the SQLite store's lock: stop the other writer",
+_SAYS = {  # kind -> (what happened, the fix)
+    FULL: ("disk full", "free space on its filesystem (`df -h`)"),
+    READ_ONLY: ("read-only", "make its filesystem writable"),
+    LOCKED: ("locked by another process", "stop the other writer (or wait for it)"),
 }
 # Loggers that print a traceback for a failure vitscale names itself.
 NOISY_LOGGERS = (
@@ -59,8 +59,8 @@ class StorageFailure:
         return self.kind == LOCKED
 
     def line(self) -> str:
-        where = self.path or "the study's storage"
-        return f"{where}: cannot write ({self.detail}); {_FIXES[self.kind]}"
+        what, fix = _SAYS[self.kind]
+        return f"{self.path or 'the study storage'}: {what}, cannot write ({self.detail}); {fix}"
 
 
 def _kind_of_text(text: str) -> str | None:
@@ -124,24 +124,28 @@ def listen(listener: Callable[[StorageFailure], None]):
         _listeners.remove(listener)
 
 
-def _not_a_named_failure(record: logging.LogRecord) -> bool:
-    text = record.getMessage()
-    if record.exc_info and record.exc_info[1] is not None:
-        return classify(record.exc_info[1]) is None and classify_text(text) is None
-    return classify_text(text) is None
+class _DropNamedFailures(logging.Filter):
+    """One per `quiet_logs` (nested ones, each removing only its own, leave the outer in place)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None and classify(record.exc_info[1]):
+            return False
+        return classify_text(text) is None
 
 
 @contextlib.contextmanager
 def quiet_logs():
     """Within: MLflow's and Ray's logged tracebacks of a storage failure are dropped."""
     loggers = [logging.getLogger(name) for name in NOISY_LOGGERS]
+    drop = _DropNamedFailures()
     for logger in loggers:
-        logger.addFilter(_not_a_named_failure)
+        logger.addFilter(drop)
     try:
         yield
     finally:
         for logger in loggers:
-            logger.removeFilter(_not_a_named_failure)
+            logger.removeFilter(drop)
 
 
 @contextlib.contextmanager

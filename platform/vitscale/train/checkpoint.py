@@ -9,6 +9,7 @@ is a `DamagedCheckpoint`, so that a caller can tell it from a bug and, resuming 
 
 from __future__ import annotations
 
+import errno
 import os
 import pickle
 import random
@@ -23,7 +24,7 @@ import torch
 CHECKPOINT_FILE = "checkpoint.pt"
 # What torch.load raises on a file that is not a sound checkpoint: a cut zip archive ("failed finding
 # central directory"), a corrupted one ("PytorchStreamReader ... invalid header or archive is
-# corrupted"), an empty file (EOFError), bytes that are no torch file (UnpicklingError); and a
+# corrupted", or OSError EINVAL), an empty file (EOFError), bytes that are no torch file (UnpicklingError); and a
 # readable file that lacks TrainState's fields (TypeError).
 _UNREADABLE = (EOFError, pickle.UnpicklingError, zipfile.BadZipFile, TypeError, AttributeError)
 _ZIP_ERROR_WORDS = ("PytorchStreamReader", "zip archive", "corrupted")
@@ -104,6 +105,10 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         raw = torch.load(path, map_location=map_location, weights_only=True)
         return TrainState(**raw)
     except _UNREADABLE as exc:
+        raise DamagedCheckpoint(Path(path), _first_line(exc)) from exc
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:  # torch's zip reader on a cut file; not a missing or full disk
+            raise
         raise DamagedCheckpoint(Path(path), _first_line(exc)) from exc
     except RuntimeError as exc:
         if not any(word in str(exc) for word in _ZIP_ERROR_WORDS):
