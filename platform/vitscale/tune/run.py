@@ -23,7 +23,15 @@ from vitscale.errors import UserError
 from vitscale.study import StudySpec, count_trials, dump_spec, load_study, spec_hash
 from vitscale.tracking import parent_summary, queued, store
 from vitscale.train.from_mlflow import resolve_spec_teachers
-from vitscale.tune import cluster, interrupt, jobs, optuna_study, signed_storage, state_digest
+from vitscale.tune import (
+    cluster,
+    interrupt,
+    jobs,
+    optuna_study,
+    signed_storage,
+    snapshot_period,
+    state_digest,
+)
 from vitscale.tune import storage as storage_mod
 from vitscale.tune.comparison import borrowed_state, run_comparison, save_state
 from vitscale.tune.storage import LATEST_FILE, STATE_FILE
@@ -204,6 +212,7 @@ def resume_study(
     if execution.spec.kind == "comparison":
         summary = run_comparison(execution, verbose=verbose)  # skips the phases already done
     else:
+        snapshot_period.apply(count_trials(execution.spec))
         tuner = tune.Tuner.restore(
             str(directory),
             trainable=trainable_for(execution.spec),
