@@ -201,7 +201,7 @@ class MlflowStudyCallback(Callback):
             self._node[run_id] = result[RESULT_NODE_ID]
         discarded = result.get(RESULT_DISCARDED_CHECKPOINT)
         if discarded and self._discarded.get(run_id) != discarded:
-            log.warning("trial %s: %s is damaged; restarted from epoch 0", trial.trial_id, discarded)
+            log.warning("trial %s restarted from epoch 0: damaged checkpoint %s", trial.trial_id, discarded)
             store.set_tags(client, run_id, {layout.DISCARDED_CHECKPOINT: discarded})
             self._discarded[run_id] = discarded
         if result.get(RESULT_FAILURE_REASON):
