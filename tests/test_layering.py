@@ -24,8 +24,9 @@ LAYERS: tuple[tuple[frozenset[str], str], ...] = (
         "the shared vocabulary: exceptions, pydantic helpers, Pareto masks, dotted keys; no torch, nothing of vitscale",
     ),
     (
-        frozenset({"models", "device", "kinds", "sqlite_files"}),
-        "a ViT from one ModelConfig, which torch device to use, the study kinds (plain data), SQLite checks",
+        frozenset({"models", "device", "kinds", "sqlite_files", "storage_errors"}),
+        "a ViT from one ModelConfig, which torch device to use, the study kinds (plain data), SQLite checks, "
+        "storage failures as one line",
     ),
     (frozenset({"data", "tracking"}), "data sets (registered like mixers) and the MLflow layout and store"),
     (frozenset({"train", "bench"}), "one trial (fit) and one benchmark sweep, each with its config"),

@@ -10,7 +10,8 @@ One experiment per study (`tracking.experiment`, default: the study name). In it
   STUDY, KIND, TRIAL_ID (the Ray trial id), STATUS, FAILURE_REASON, the parent's GIT_*/SOURCE_* tags,
   STOPPED_EARLY, NODE_ID, CONFIG_KEY. DID_NOT_TRAIN ("true" when a finished trial's final
   validation top-1 stayed within 2 points of chance). RESTARTS (set once a trial was restarted
-  after a lost worker or node); QUEUE_ID on every run created through the write queue
+  after a lost worker or node); DISCARDED_CHECKPOINT (the damaged checkpoint a restored trial
+  could not read, and why: it then trained again from epoch 0); QUEUE_ID on every run created through the write queue
   (tracking.queue).
   Name (`run_name`): what differs between the study's runs, first, then the seed, joined by " · ":
   a grid point's values (`ssog · ode · w64 · s1`; NAME_SHORT keys as w64, r32, K4, strings bare,
@@ -63,6 +64,7 @@ REFERENCE = "vitscale.reference"  # comparison parent run: JSON of the reference
 TUNED_FROM = "vitscale.tuned_from"  # comparison parent run: JSON {study, run_id, tuning_seeds, fidelity}
 CONFIG_KEY = "vitscale.config_key"  # hash of the trial config without the seed: groups replicates
 RESTARTS = "vitscale.restarts"  # times the trial was restarted from its checkpoint (worker/node lost)
+DISCARDED_CHECKPOINT = "vitscale.discarded_checkpoint"  # "<checkpoint>: <why>": damaged, trial restarted
 QUEUE_ID = "vitscale.queue_id"  # the placeholder id a run had in the driver's write queue (tracking.queue)
 PLANNED_TRIALS = "vitscale.planned_trials"  # parent run: trials the study plans
 JOBS = "vitscale.jobs"  # parent run: space-separated Ray job submission ids that ran/resumed it

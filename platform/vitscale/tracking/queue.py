@@ -14,12 +14,19 @@ survives a restart). A create whose outcome is unknown (the connection broke mid
 driver died before noting the id) is first looked up by its QUEUE_ID tag: no duplicate runs. Every
 other write is idempotent (metrics carry their own timestamp), so sending one twice is harmless.
 
+Storage failures (`vitscale.storage_errors`: the store's disk full or read-only, the SQLite store
+locked by another writer) are not outages: they are named in one line, then at most once a minute
+while the writes wait, and reported to the study driver, which stops a study whose disk is full
+(the writes stay in the journal for `study resume`). A journal line that cannot be written whole
+(the journal's own disk full) is cut back, never left torn in the middle of the journal.
+
 Folder: journal.jsonl (append-only), ids.jsonl (placeholder -> id), cursor.json (journal lines
 done; delayed and rejected counts), rejected.jsonl (writes the server refused), lock (one process).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -32,7 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vitscale import storage_errors
 from vitscale.errors import UserError
+from vitscale.sqlite_files import sqlite_path
 from vitscale.tracking import replay, store
 from vitscale.tracking.replay import PLACEHOLDER
 
@@ -40,6 +49,8 @@ from vitscale.tracking.replay import PLACEHOLDER
 _PERMANENT = {"INVALID_PARAMETER_VALUE", "RESOURCE_ALREADY_EXISTS", "RESOURCE_DOES_NOT_EXIST", "BAD_REQUEST"}
 _PERMANENT_TRIES = 3  # ... though a server coming back up may answer oddly once or twice
 _SAVE_EVERY = 50
+STORAGE_NOTE_EVERY_S = 60.0  # a storage failure that lasts: one line a minute, no more
+STORAGE_CLOSE_WAIT_S = 5.0  # closing with the store's disk full or read-only: no hour's wait
 log = logging.getLogger("vitscale.tracking")
 
 
@@ -65,9 +76,19 @@ class QueueStats:
 
 
 def _fsync_append(handle, line: str) -> None:
-    handle.write(line)
-    handle.flush()
-    os.fsync(handle.fileno())
+    """Append one line (to a file opened "ab", unbuffered) and fsync; a write that fails half-way
+    (disk full) is cut back, so the file never holds a torn line before later ones."""
+    fd = handle.fileno()
+    start = os.fstat(fd).st_size
+    data = memoryview(line.encode())
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+        os.fsync(fd)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, start)
+        raise
 
 
 def _read_jsonl(path: Path) -> list[dict]:
@@ -131,11 +152,13 @@ class WriteQueue:
             self._index(record)
         self._pending: deque[dict] = deque(dict(r, _replayed=True) for r in records[self._done :])
         self._failures = 0
+        self.storage_failure: storage_errors.StorageFailure | None = None
+        self._storage_noted = float("-inf")
         self._stopping = False
         self._client = None
-        self._journal = (self.directory / "journal.jsonl").open("a")
-        self._ids_file = (self.directory / "ids.jsonl").open("a")
-        self._rejects = (self.directory / "rejected.jsonl").open("a")
+        self._journal = (self.directory / "journal.jsonl").open("ab", buffering=0)
+        self._ids_file = (self.directory / "ids.jsonl").open("ab", buffering=0)
+        self._rejects = (self.directory / "rejected.jsonl").open("ab", buffering=0)
         self._thread = threading.Thread(target=self._send_loop, name="vitscale-tracking-queue", daemon=True)
         self._thread.start()
 
@@ -146,7 +169,16 @@ class WriteQueue:
             if self.closed:
                 raise RuntimeError(f"tracking queue {self.directory} is closed")
             record = {"seq": self._seq, "t": int(time.time() * 1000), "op": op, "run": run, **args}
-            _fsync_append(self._journal, json.dumps(record, separators=(",", ":")) + "\n")
+            try:
+                _fsync_append(self._journal, json.dumps(record, separators=(",", ":")) + "\n")
+            except OSError as exc:
+                failure = storage_errors.classify(exc, str(self.directory / "journal.jsonl"))
+                if failure is None:
+                    raise
+                # Not durable, so not sent: the study stops (see the module docstring), and the
+                # resumed trial reports again from its last checkpoint.
+                self._storage_failed(failure)
+                return
             self._seq += 1
             self._index(record)
             self._pending.append(dict(record, _mark=self._failures))
@@ -196,7 +228,11 @@ class WriteQueue:
                     continue
                 with self._cond:
                     self._failures += 1
-                if outage_since is None:
+                failure = storage_errors.classify(exc, str(sqlite_path(self.tracking_uri) or ""))
+                if failure is not None:
+                    self._storage_failed(failure)
+                    outage_since = outage_since or time.monotonic()
+                elif outage_since is None:
                     outage_since = time.monotonic()
                     log.warning(
                         "tracking server unreachable (%s); MLflow writes are queued in %s and sent "
@@ -210,11 +246,23 @@ class WriteQueue:
                 continue
             if outage_since is not None:
                 log.warning(
-                    "tracking server back after %.0f s; sending queued writes",
+                    "%s after %.0f s; sending queued writes",
+                    "tracking store writable again" if self.storage_failure else "tracking server back",
                     time.monotonic() - outage_since,
                 )
-                backoff, outage_since = 0.5, None
+                backoff, outage_since, self.storage_failure = 0.5, None, None
             self._finish(record, delayed=record.get("_replayed") or record["_mark"] != self._failures)
+
+    def _storage_failed(self, failure: storage_errors.StorageFailure) -> None:
+        """Name the failure (first time, then once a minute) and tell the study driver."""
+        first = self.storage_failure is None
+        self.storage_failure = failure
+        now = time.monotonic()
+        if first or now - self._storage_noted >= STORAGE_NOTE_EVERY_S:
+            self._storage_noted = now
+            log.warning("%s; MLflow writes wait in %s", failure.line(), self.directory)
+        if first:
+            storage_errors.report(failure)
 
     def _finish(self, record: dict, delayed: bool) -> None:
         with self._cond:
@@ -234,13 +282,21 @@ class WriteQueue:
         self._finish(record, delayed=False)
 
     def _save_cursor(self) -> None:
+        """Atomically; when the disk is full the old cursor stays (resending is idempotent)."""
         tmp = self.directory / "cursor.json.tmp"
         state = {"done": self._done, "delayed": self._delayed, "rejected": self._rejected}
-        with tmp.open("w") as handle:
-            handle.write(json.dumps(state))
-            handle.flush()
-            os.fsync(handle.fileno())
-        tmp.replace(self.directory / "cursor.json")
+        try:
+            with tmp.open("w") as handle:
+                handle.write(json.dumps(state))
+                handle.flush()
+                os.fsync(handle.fileno())
+            tmp.replace(self.directory / "cursor.json")
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            failure = storage_errors.classify(exc, str(tmp))
+            if failure is None:
+                raise
+            self._storage_failed(failure)
 
     def _send(self, record: dict) -> None:
         if self._client is None:
@@ -277,17 +333,27 @@ class WriteQueue:
                 left = every if deadline is None else min(every, deadline - time.monotonic())
                 if left <= 0:
                     return False
+                if self.storage_failure is not None:
+                    left = min(left, STORAGE_NOTE_EVERY_S)
                 if not self._cond.wait_for(lambda: not self._pending, left):
+                    waiting_for = (
+                        self.storage_failure.line()
+                        if self.storage_failure
+                        else f"the tracking server {self.tracking_uri}"
+                    )
                     log.warning(
-                        "waiting for the tracking server %s: %d MLflow writes queued in %s",
-                        self.tracking_uri,
+                        "waiting (%s): %d MLflow writes queued in %s",
+                        waiting_for,
                         len(self._pending),
                         self.directory,
                     )
             return True
 
     def close(self, timeout: float | None = None) -> QueueStats:
-        """Send what is queued (up to `timeout`), stop the sender, keep the rest on disk."""
+        """Send what is queued (up to `timeout`; a few seconds while the store's disk is full or
+        read-only: only the user can fix that), stop the sender, keep the rest on disk."""
+        if self.storage_failure is not None and not self.storage_failure.transient:
+            timeout = STORAGE_CLOSE_WAIT_S if timeout is None else min(timeout, STORAGE_CLOSE_WAIT_S)
         self.wait_sent(timeout)
         with self._cond:
             self._stopping = True

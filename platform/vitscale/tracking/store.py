@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from vitscale import storage_errors
 from vitscale.errors import UserError
 from vitscale.sqlite_files import check_sqlite
 from vitscale.tracking import layout, provenance, store_template
@@ -107,14 +108,16 @@ def client_for(uri: str):
     database = Path(uri.removeprefix("sqlite:///").split("?")[0]) if uri.startswith("sqlite:///") else None
     if database is None or not database.parent.is_dir():
         return MlflowClient(tracking_uri=uri)
-    with (database.parent / f".{database.name}.lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        fresh = store_template.is_new(database)
-        templated = fresh and store_template.start_from_template(database)
-        client = MlflowClient(tracking_uri=uri)  # creates / migrates the store (a copy: checks it)
-        client.search_experiments(max_results=1)
-        if fresh and not templated:
-            store_template.keep_as_template(database)
+    # A disk full (or read-only) before the store exists: one line naming it, not SQLAlchemy's 132.
+    with storage_errors.as_user_error(str(database)):
+        with (database.parent / f".{database.name}.lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            fresh = store_template.is_new(database)
+            templated = fresh and store_template.start_from_template(database)
+            client = MlflowClient(tracking_uri=uri)  # creates / migrates the store (a copy: checks it)
+            client.search_experiments(max_results=1)
+            if fresh and not templated:
+                store_template.keep_as_template(database)
     return client
 
 

@@ -11,6 +11,7 @@ logged twice.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ RESULT_FAILURE_MESSAGE = "failure_message"
 RESULT_NODE_ID = "node_id"
 RESULT_PLANNED_EPOCHS = "planned_epochs"
 RESULT_DID_NOT_TRAIN = "did_not_train"  # 1.0 in the final epoch's result of a trial stuck at chance
+RESULT_DISCARDED_CHECKPOINT = "discarded_checkpoint"  # "<checkpoint>: <why>": restarted from epoch 0
 _TUNE_KEYS = {
     "training_iteration",
     "time_this_iter_s",
@@ -43,8 +45,11 @@ _TUNE_KEYS = {
     "done",
     "timesteps_since_restore",
     RESULT_PLANNED_EPOCHS,
+    RESULT_DISCARDED_CHECKPOINT,
 }
 
+
+log = logging.getLogger("vitscale.tracking")
 
 # Tune trial id -> (writer, child run id or placeholder), for this driver process: the sampler
 # study records each Optuna trial's MLflow runs (tune.replicates) from here.
@@ -126,10 +131,11 @@ class MlflowStudyCallback(Callback):
         self._client: QueuedClient | None = None
         self._runs: dict[str, str] = {}
         self._node: dict[str, str] = {}
+        self._discarded: dict[str, str] = {}  # run -> the damaged checkpoint its trial restarted past
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state.update(_client=None, _runs={}, _node={})
+        state.update(_client=None, _runs={}, _node={}, _discarded={})
         return state
 
     def queue_client(self, trials) -> QueuedClient:
@@ -193,6 +199,11 @@ class MlflowStudyCallback(Callback):
             # Set again only when it changes: after a restore the trial may run on another node.
             store.set_tags(client, run_id, {layout.NODE_ID: result[RESULT_NODE_ID]})
             self._node[run_id] = result[RESULT_NODE_ID]
+        discarded = result.get(RESULT_DISCARDED_CHECKPOINT)
+        if discarded and self._discarded.get(run_id) != discarded:
+            log.warning("trial %s restarted from epoch 0: damaged checkpoint %s", trial.trial_id, discarded)
+            store.set_tags(client, run_id, {layout.DISCARDED_CHECKPOINT: discarded})
+            self._discarded[run_id] = discarded
         if result.get(RESULT_FAILURE_REASON):
             return  # the failure report carries no new epoch; on_trial_complete records it
         step = int(result.get("epoch", result.get("training_iteration", 0)))

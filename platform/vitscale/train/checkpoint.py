@@ -3,12 +3,17 @@
 A checkpoint is one file, `checkpoint.pt`, in a directory (Ray Tune copies that directory to
 its storage). It is written to a temporary name and renamed, so a crash or a failing epoch never
 leaves a half-written or newer-but-bad checkpoint behind. Loading uses `weights_only=True`.
+A file that cannot be read as a checkpoint (truncated, overwritten: disk errors, a copy cut short)
+is a `DamagedCheckpoint`, so that a caller can tell it from a bug and, resuming a trial, start over.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import pickle
 import random
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +22,20 @@ import numpy as np
 import torch
 
 CHECKPOINT_FILE = "checkpoint.pt"
+# What torch.load raises on a file that is not a sound checkpoint: a cut zip archive ("failed finding
+# central directory"), a corrupted one ("PytorchStreamReader ... invalid header or archive is
+# corrupted", or OSError EINVAL), an empty file (EOFError), bytes that are no torch file (UnpicklingError); and a
+# readable file that lacks TrainState's fields (TypeError).
+_UNREADABLE = (EOFError, pickle.UnpicklingError, zipfile.BadZipFile, TypeError, AttributeError)
+_ZIP_ERROR_WORDS = ("PytorchStreamReader", "zip archive", "corrupted")
+
+
+class DamagedCheckpoint(Exception):
+    """`path` exists but cannot be read as a checkpoint (`why`)."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(f"{path}: not a readable checkpoint ({why})")
+        self.path, self.why = path, why
 
 
 @dataclass
@@ -81,5 +100,22 @@ def find_checkpoint(directory: str | Path | None) -> Path | None:
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> TrainState:
-    raw = torch.load(path, map_location=map_location, weights_only=True)
-    return TrainState(**raw)
+    """The state in `path`; DamagedCheckpoint when the file is not a sound checkpoint."""
+    try:
+        raw = torch.load(path, map_location=map_location, weights_only=True)
+        return TrainState(**raw)
+    except _UNREADABLE as exc:
+        raise DamagedCheckpoint(Path(path), _first_line(exc)) from exc
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:  # torch's zip reader on a cut file; not a missing or full disk
+            raise
+        raise DamagedCheckpoint(Path(path), _first_line(exc)) from exc
+    except RuntimeError as exc:
+        if not any(word in str(exc) for word in _ZIP_ERROR_WORDS):
+            raise  # e.g. a CUDA checkpoint on a machine without one: not damage
+        raise DamagedCheckpoint(Path(path), _first_line(exc)) from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).split(". This is an internal")[0].splitlines()
+    return f"{type(exc).__name__}: {text[0][:200]}" if text and text[0] else type(exc).__name__

@@ -7,11 +7,20 @@ Ray's C++ abort (exit 134). `graceful()` wraps `Tuner.fit`: the first SIGINT or 
 and handed to Tune as SIGUSR1 (its graceful stop), a second one ends the driver at once, and on
 the way out the caller learns which signal stopped it (`Stop.signal`) so that it can mark the
 unfinished trials and the parent run KILLED and raise StudyInterrupted.
+
+A storage failure met while the study runs (`vitscale.storage_errors`: the disk of the execution
+folder or of the MLflow store full, or read-only) stops the study the same graceful way, without
+a signal. Why stop rather than wait: nothing heals a full disk but the user, and meanwhile every
+trial's checkpoint and every snapshot of Tune fails (each failed trial burns a retry); stopped at
+once, the last good snapshot, the last good checkpoints and the write queue's journal are what
+`study resume` continues from once space is freed. A locked SQLite store is transient (another
+writer finishes): the write queue waits for it and the study goes on.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -20,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from vitscale.errors import StudyInterrupted
+from vitscale import storage_errors
+from vitscale.errors import StudyInterrupted, UserError
 from vitscale.tracking import store
 from vitscale.tune import storage
 from vitscale.tune.summary import close_orphans
@@ -42,6 +52,7 @@ def _not_tunes_stop_message(record: logging.LogRecord) -> bool:
 @dataclass
 class Stop:
     signal: int | None = None  # the signal that stopped the study, None while it runs
+    storage: storage_errors.StorageFailure | None = None  # or the storage failure that did
 
     @property
     def name(self) -> str:
@@ -121,17 +132,48 @@ def record_interrupt(execution, stop: Stop) -> NoReturn:
     )
 
 
+def _stop_for_storage(stop: Stop, failure: storage_errors.StorageFailure) -> None:
+    """A storage failure reported while Tune runs (from any thread): Tune's graceful stop, once."""
+    if failure.transient or stop.storage is not None or stop.signal is not None:
+        return
+    stop.storage = failure
+    if _tune_is_listening():
+        os.kill(os.getpid(), TUNE_STOP)
+
+
+def record_storage_failure(execution, stop: Stop) -> NoReturn:
+    """One line: what could not be written, the fix, and how to go on. MLflow is not written to
+    (its store may be the full disk): the resume marks the runs."""
+    raise UserError(
+        f"{stop.storage.line()}; the study stopped at its last good state: then "
+        f"`{resume_command(execution)}` continues it"
+    )
+
+
 def fit(tuner, execution, flush: Callable[[], Any]) -> tuple[Any, Any]:
     """(`tuner.fit()`'s results, `flush()`'s value): the fit within `graceful()`, then `flush`
-    (send the write queue) whether it ended or was stopped; a stop is recorded and raised."""
-    with graceful() as stop:
+    (send the write queue) whether it ended or was stopped; a stop (a signal, a storage failure)
+    is recorded and raised."""
+    results = None
+    with (
+        graceful() as stop,
+        storage_errors.listen(functools.partial(_stop_for_storage, stop)),
+        storage_errors.quiet_logs(),
+    ):
         try:
             results = tuner.fit()
         except KeyboardInterrupt:
             if stop.signal is None:
                 raise
+        except Exception as exc:  # Tune's own error, raised for a write that failed
+            failure = stop.storage or storage_errors.classify(exc) or storage_errors.classify_text(str(exc))
+            if failure is None or failure.transient:
+                raise
+            stop.storage = failure
         finally:
             flushed = flush()
+    if stop.storage is not None:
+        record_storage_failure(execution, stop)
     if stop.signal is not None:
         record_interrupt(execution, stop)
     return results, flushed

@@ -18,12 +18,21 @@ from typing import Any
 from pydantic import ValidationError
 from ray import tune
 
+from vitscale import storage_errors
 from vitscale.errors import UserError
 from vitscale.kinds import study_kind
 from vitscale.study import StudySpec, count_trials, dump_spec, load_study, spec_hash
 from vitscale.tracking import parent_summary, queued, store
 from vitscale.train.from_mlflow import resolve_spec_teachers
-from vitscale.tune import cluster, interrupt, jobs, optuna_study, signed_storage, state_digest
+from vitscale.tune import (
+    cluster,
+    interrupt,
+    jobs,
+    optuna_study,
+    signed_storage,
+    snapshot_period,
+    state_digest,
+)
 from vitscale.tune import storage as storage_mod
 from vitscale.tune.comparison import borrowed_state, run_comparison, save_state
 from vitscale.tune.storage import LATEST_FILE, STATE_FILE
@@ -54,7 +63,7 @@ class StudyExecution:
             "source": self.source,
         }
         storage_mod.write_state(self.directory / STATE_FILE, state)
-        (self.directory.parent / LATEST_FILE).write_text(self.directory.name + "\n")
+        storage_mod.write_atomically(self.directory.parent / LATEST_FILE, self.directory.name + "\n")
 
     @classmethod
     def load(cls, directory: Path) -> StudyExecution:
@@ -92,6 +101,7 @@ def _absolute_data_root(spec):
     return spec.model_copy(update={"trial": trial})
 
 
+@storage_errors.as_user_error()  # a full or read-only disk met outside the fit: one line too
 def run_study(
     spec,
     *,
@@ -175,6 +185,7 @@ def locate_execution(target: str, storage: str | None = None) -> Path:
     return (root / name / latest.read_text().strip()).resolve()
 
 
+@storage_errors.as_user_error()
 def resume_study(
     target: str,
     *,
@@ -202,6 +213,7 @@ def resume_study(
     if study_kind(execution.spec.kind).phased:
         summary = run_comparison(execution, verbose=verbose)  # skips the phases already done
     else:
+        snapshot_period.apply(count_trials(execution.spec))
         tuner = tune.Tuner.restore(
             str(directory),
             trainable=trainable_for(execution.spec),

@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from vitscale import storage_errors
 from vitscale.tune.state_digest import (
     PARTIAL,
     Record,
@@ -47,14 +48,20 @@ class _SignedWrite(io.RawIOBase):
     def close(self) -> None:
         if self.closed:
             return
+        tmp = self.target.with_name(f"{PARTIAL}{self.target.name}.{secrets.token_hex(4)}")
         try:
             data = self.buffer.getvalue()
             self.record.add(self.relative, data)  # before the bytes can be seen under their name
             vouch(data)
-            tmp = self.target.with_name(f"{PARTIAL}{self.target.name}.{secrets.token_hex(4)}")
             with open(tmp, "wb") as fh:
                 fh.write(data)
             os.replace(tmp, self.target)
+        except OSError as exc:  # a full disk: the last good version stays in place
+            tmp.unlink(missing_ok=True)
+            failure = storage_errors.classify(exc, str(self.target))
+            if failure is not None:
+                storage_errors.report(failure)  # the study driver stops the study
+            raise
         finally:
             super().close()  # once, even when the write failed: never retried half-way
 

@@ -166,8 +166,12 @@ class Record:
             if not kept or kept[-1] != digest:
                 entries[relative] = [*(d for d in kept if d != digest), digest][-KEPT:]
                 tmp = self.path.with_name(f"{PARTIAL}{RECORD_FILE}.{secrets.token_hex(4)}")
-                tmp.write_text(json.dumps({"version": 1, "digests": entries}, indent=0))
-                os.replace(tmp, self.path)
+                try:
+                    tmp.write_text(json.dumps({"version": 1, "digests": entries}, indent=0))
+                    os.replace(tmp, self.path)
+                except OSError:  # a full disk: the old record stays, no partial file beside it
+                    tmp.unlink(missing_ok=True)
+                    raise
             Record._recorded[(self.root, relative)] = digest
 
     def matches(self, relative: str, data: bytes, entries: dict[str, list[str]] | None = None) -> bool:

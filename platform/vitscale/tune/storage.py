@@ -62,9 +62,22 @@ def read_state(path: Path, default: dict | None = None) -> dict:
 
 def write_state(path: Path, state: dict) -> None:
     """Write an execution's JSON record atomically: a kill never leaves half a file to resume from."""
+    write_atomically(path, json.dumps(state, indent=2, default=str))
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """`path` holds `text`, or (a kill, a full disk) still its last good content: written to a
+    temporary name, fsync'ed and renamed; a failed write leaves no temporary file behind."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(state, indent=2, default=str))
-    os.replace(tmp, path)
+    try:
+        with tmp.open("w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def new_execution_folder(study_folder: Path, stamp: str) -> Path:

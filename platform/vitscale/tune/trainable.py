@@ -1,7 +1,10 @@
 """The function Ray Tune runs for one training trial, on whatever node Ray places it.
 
 It resolves the trial's config from the spec, trains with `vitscale.train.fit`, and reports every
-epoch with its checkpoint. After a worker failure Tune restarts it from that checkpoint. A
+epoch with its checkpoint. After a worker failure Tune restarts it from that checkpoint; a
+checkpoint that cannot be read (truncated, corrupted) is discarded and the trial starts again from
+epoch 0, saying so in its log and in its result (`RESULT_DISCARDED_CHECKPOINT`, which the driver
+turns into the child run's tag `vitscale.discarded_checkpoint`). A
 `TrialFailure` (divergence, solver failure, out of memory) is reported as a final result with a
 `failure_reason` instead of raised: retrying would fail the same way, and the study goes on.
 
@@ -22,11 +25,13 @@ from vitscale.errors import TrialFailure
 from vitscale.study import run_trial
 from vitscale.tracking.trial_artifacts import epoch_line, trial_log
 from vitscale.tracking.tune_callback import (
+    RESULT_DISCARDED_CHECKPOINT,
     RESULT_FAILURE_MESSAGE,
     RESULT_FAILURE_REASON,
     RESULT_NODE_ID,
     RESULT_PLANNED_EPOCHS,
 )
+from vitscale.train.checkpoint import DamagedCheckpoint
 from vitscale.train.loop import fit
 from vitscale.tune.worker_cache import begin_trial
 
@@ -74,7 +79,7 @@ def train_trial(config: dict[str, Any], spec) -> None:
     try:
         restored = tune.get_checkpoint()
         resume_from = Path(restored.to_directory(str(workdir / "restored"))) if restored else None
-        fit(trial, report=report, checkpoint_dir=workdir / "checkpoint", resume_from=resume_from)
+        fit_from(trial, report, workdir / "checkpoint", resume_from, restored and restored.path, extra)
     except TrialFailure as exc:
         trial_log(f"failed: {exc.reason}: {' '.join(str(exc).split())}")
         objectives = {o.metric: math.nan for o in spec.objectives}
@@ -90,3 +95,20 @@ def train_trial(config: dict[str, Any], spec) -> None:
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def fit_from(trial, report, checkpoint_dir: Path, resume_from: Path | None, source: str | None, extra: dict):
+    """`fit` resumed from `resume_from` (Tune's copy of the checkpoint at `source`); a damaged one
+    is discarded: the trial starts from epoch 0, its log and its results (`extra`) say which.
+    MLflow gets no epoch twice: the driver's callback skips the steps the child run already has,
+    and a restarted trial's epochs are the same ones again (same seed, same data order)."""
+    try:
+        return fit(trial, report=report, checkpoint_dir=checkpoint_dir, resume_from=resume_from)
+    except DamagedCheckpoint as exc:
+        if resume_from is None or exc.path.parent != resume_from:
+            raise  # another file (a distillation teacher, say): not this trial's to discard
+        where = source or str(resume_from)
+        trial_log(f"WARNING: checkpoint {where} is damaged ({exc.why}); restarting this trial from epoch 0")
+        extra[RESULT_DISCARDED_CHECKPOINT] = f"{where}: {exc.why}"
+        shutil.rmtree(checkpoint_dir, ignore_errors=True)
+        return fit(trial, report=report, checkpoint_dir=checkpoint_dir, resume_from=None)

@@ -22,7 +22,7 @@ from vitscale.study import (
 )
 from vitscale.tracking.tune_callback import MlflowStudyCallback, TrialDescription
 from vitscale.tracking.wandb import wandb_callbacks
-from vitscale.tune import optuna_study, signed_storage
+from vitscale.tune import optuna_study, signed_storage, snapshot_period
 from vitscale.tune.arm_asha import scheduler_for
 from vitscale.tune.progress import ProgressCallback
 from vitscale.tune.replicates import ReplicatedSearcher
@@ -140,6 +140,7 @@ def build_tuner(
     # A benchmark's configurations compare only within a resolution: no one "best" in its line.
     best_of = (objective.metric, objective.mode) if trains else None
     progress = progress or ProgressCallback(spec.name, count_trials(spec), best_of)
+    snapshot_period.apply(count_trials(spec))  # Tune's experiment snapshot: rarer for larger studies
 
     return tune.Tuner(
         trainable_for(spec),
@@ -162,7 +163,8 @@ def build_tuner(
             failure_config=tune.FailureConfig(max_failures=spec.failure.max_failures),
             # The experiment snapshot a resume reads is taken every TUNE_GLOBAL_CHECKPOINT_S, so it
             # can name a checkpoint a few epochs old: keep that many, or a driver killed between two
-            # snapshots leaves a trial whose checkpoint "does not exist on storage anymore".
+            # snapshots leaves a trial whose checkpoint "does not exist on storage anymore". Tune
+            # forces a snapshot once a trial saved num_to_keep since the last (tune.snapshot_period).
             checkpoint_config=tune.CheckpointConfig(num_to_keep=CHECKPOINTS_KEPT),
             # Each trial's stdout/stderr in its folder (synced to storage with every checkpoint),
             # logged to its child run at completion (tracking.trial_artifacts).
