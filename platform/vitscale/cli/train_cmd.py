@@ -17,7 +17,6 @@ from vitscale.cli.overrides import set_option, validate_with_sets
 from vitscale.errors import UserError
 from vitscale.tracking.layout import DEFAULT_TRACKING_URI
 from vitscale.train import TrialConfig
-from vitscale.train.from_mlflow import trial_from_run
 
 _RECIPE = "default: the data set's recommended recipe"
 _SET_EXAMPLE = "model.ssog.num_gaussians=8"
@@ -86,12 +85,12 @@ def train(
     once (`test_top1`); `--json` prints the final epoch's metrics, both included. `--set PATH=VALUE`
     reaches every key of the trial (`vitscale study schema` lists them) and wins over the flags.
     `--from-run RUN_ID` takes the whole trial from a logged run (read from --tracking-uri)."""
-    # Lazy: the trainer's driver imports MLflow, which `vitscale --help` need not pay for.
-    from vitscale.train.resume import train_trial
+    # Lazy: the trainer's driver imports MLflow and torch, which `vitscale --help` need not pay for.
+    from vitscale.train import from_mlflow, resume
 
     if from_run is not None:
         _refuse_trial_flags(ctx)
-        raw = trial_from_run(from_run, tracking_uri)
+        raw = from_mlflow.trial_from_run(from_run, tracking_uri)
         if raw["train"].get("threads") is None and not any(
             s.startswith("train.threads=") for s in set_ or ()
         ):
@@ -132,7 +131,7 @@ def train(
             },
         }
     config = validate_with_sets(TrialConfig, raw, set_ or (), _SET_EXAMPLE).resolved()
-    final = train_trial(
+    final = resume.train_trial(
         config,
         checkpoint_dir=checkpoint_dir,
         resume=resume,
