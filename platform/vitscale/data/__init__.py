@@ -11,12 +11,11 @@ How the trainer uses it:
 first use, so validating a study never imports torch (issue 30).
 """
 
-import importlib
-
 from vitscale.data.config import DataConfig
 from vitscale.data.registry import DATASETS, register_dataset
+from vitscale.lazy import lazy_exports
 
-# name -> module that defines it (imported when the name is first read: import time matters here)
+# name -> the module that defines it, imported when the name is first read (see vitscale.lazy)
 _TORCH_BACKED = {
     "DataBundle": "vitscale.data.bundle",
     "load": "vitscale.data.bundle",
@@ -27,11 +26,7 @@ _TORCH_BACKED = {
     "throughput": "vitscale.data.throughput",
 }
 
-
-def __getattr__(name: str):
-    if name in _TORCH_BACKED:
-        return getattr(importlib.import_module(_TORCH_BACKED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _TORCH_BACKED)
 
 
 __all__ = [

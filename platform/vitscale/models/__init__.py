@@ -9,14 +9,13 @@ counts, the ODE's solver errors) load on first use, so `vitscale --help` and `st
 never import torch (issue 30).
 """
 
-import importlib
-
 from vitscale.errors import SolverError
+from vitscale.lazy import lazy_exports
 from vitscale.models.config import ModelConfig
 from vitscale.models.regimes.ode_settings import OdeConfig
 from vitscale.models.registry import MIXERS, REGIMES
 
-# name -> module that defines it (imported when the name is first read: import time matters here)
+# name -> the module that defines it, imported when the name is first read (see vitscale.lazy)
 _TORCH_BACKED = {
     "Block": "vitscale.models.vit",
     "VisionTransformer": "vitscale.models.vit",
@@ -30,11 +29,7 @@ _TORCH_BACKED = {
     "solver_errors": "vitscale.models.regimes.ode",
 }
 
-
-def __getattr__(name: str):
-    if name in _TORCH_BACKED:
-        return getattr(importlib.import_module(_TORCH_BACKED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _TORCH_BACKED)
 
 
 __all__ = [

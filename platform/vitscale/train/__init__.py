@@ -4,19 +4,14 @@ The configs and metric names import without torch; `fit` loads on first use, so 
 study never imports torch (issue 30).
 """
 
-import importlib
-
+from vitscale.lazy import lazy_exports
 from vitscale.train.config import TrainConfig, TrialConfig
 from vitscale.train.metrics import REPORTED_METRICS
 
-# name -> module that defines it (imported when the name is first read: import time matters here)
+# name -> the module that defines it, imported when the name is first read (see vitscale.lazy)
 _TORCH_BACKED = {"FitResult": "vitscale.train.loop", "fit": "vitscale.train.loop"}
 
-
-def __getattr__(name: str):
-    if name in _TORCH_BACKED:
-        return getattr(importlib.import_module(_TORCH_BACKED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _TORCH_BACKED)
 
 
 __all__ = ["REPORTED_METRICS", "FitResult", "TrainConfig", "TrialConfig", "fit"]
