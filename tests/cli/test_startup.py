@@ -79,7 +79,8 @@ def test_help_version_validate_and_show_import_no_heavy_library():
             ["--version"],
             ["study", "validate", *studies],
             ["study", "show", "studies/quickstart.yaml"],
-        ]
+        ],
+        "--every-help",
     )
     assert len(results) > 20  # the four above plus every command's --help
     for result in results:
