@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from vitscale import train as vtrain  # vtrain.trial_from_run imports torch and MLflow when first read
 from vitscale.cli.app import app
 from vitscale.cli.model_cmd import model_options
 from vitscale.cli.overrides import set_option, validate_with_sets
@@ -85,12 +86,12 @@ def train(
     once (`test_top1`); `--json` prints the final epoch's metrics, both included. `--set PATH=VALUE`
     reaches every key of the trial (`vitscale study schema` lists them) and wins over the flags.
     `--from-run RUN_ID` takes the whole trial from a logged run (read from --tracking-uri)."""
-    # Lazy: the trainer's driver imports MLflow and torch, which `vitscale --help` need not pay for.
-    from vitscale.train import from_mlflow, resume
+    # Lazy: the trainer's driver imports MLflow, which `vitscale --help` need not pay for.
+    from vitscale.train.resume import train_trial
 
     if from_run is not None:
         _refuse_trial_flags(ctx)
-        raw = from_mlflow.trial_from_run(from_run, tracking_uri)
+        raw = vtrain.trial_from_run(from_run, tracking_uri)
         if raw["train"].get("threads") is None and not any(
             s.startswith("train.threads=") for s in set_ or ()
         ):
@@ -131,7 +132,7 @@ def train(
             },
         }
     config = validate_with_sets(TrialConfig, raw, set_ or (), _SET_EXAMPLE).resolved()
-    final = resume.train_trial(
+    final = train_trial(
         config,
         checkpoint_dir=checkpoint_dir,
         resume=resume,
