@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from vitscale.models.config import ModelConfig
+from vitscale.models.mixers.attention_settings import AttentionSettings  # noqa: F401 (resume: older pickles name it here)
 
 
 class Attention(nn.Module):

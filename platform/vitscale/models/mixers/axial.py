@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from vitscale.models.config import ModelConfig
+from vitscale.models.mixers.axial_settings import AxialSettings  # noqa: F401 (resume: older pickles name it here)
 from vitscale.models.mixers.grid import prefix_count
 
 

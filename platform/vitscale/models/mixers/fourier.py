@@ -30,6 +30,7 @@ from torch import Tensor, nn
 
 from vitscale.models.config import ModelConfig
 from vitscale.models.measure import register_flops
+from vitscale.models.mixers.fourier_settings import FourierSettings  # noqa: F401 (resume: older pickles name it here)
 from vitscale.models.mixers.grid import prefix_count
 
 

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from vitscale.models.config import ModelConfig
+from vitscale.models.mixers.linear_settings import LinearSettings  # noqa: F401 (resume: older pickles name it here)
 
 
 def feature_map(x: Tensor) -> Tensor:

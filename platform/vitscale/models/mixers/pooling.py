@@ -34,6 +34,7 @@ from torch import Tensor, nn
 from vitscale.models.config import ModelConfig
 from vitscale.models.measure import register_flops
 from vitscale.models.mixers.grid import prefix_count
+from vitscale.models.mixers.pooling_settings import PoolingSettings  # noqa: F401 (resume: older pickles name it here)
 
 DENSE_LIMIT = 1024  # tokens up to which the norm comes from a dense SVD
 
