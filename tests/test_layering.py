@@ -20,8 +20,9 @@ import pytest
 # Bottom to top. A module of layer i may import modules of layers < i only.
 LAYERS: tuple[tuple[frozenset[str], str], ...] = (
     (
-        frozenset({"vitscale", "errors", "validation", "pareto", "dotted"}),
-        "the shared vocabulary: exceptions, pydantic helpers, Pareto masks, dotted keys; no torch, nothing of vitscale",
+        frozenset({"vitscale", "errors", "validation", "pareto", "dotted", "lazy"}),
+        "the shared vocabulary: exceptions, pydantic helpers, Pareto masks, dotted keys, lazy exports; "
+        "no torch, nothing of vitscale",
     ),
     (
         frozenset({"models", "device", "kinds", "sqlite_files", "storage_errors"}),

@@ -7,13 +7,18 @@ names the setting.
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from vitscale.errors import UserError
+
+if TYPE_CHECKING:
+    import torch
 
 
 def resolve_device(name: str, setting: str = "device") -> torch.device:
     """`setting`: the key the error message names (`train.device`, `--device`)."""
+    import torch  # import time matters: `vitscale data --help` imports this module, torch is for the run
+
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     device = torch.device(name)

@@ -22,19 +22,19 @@ def test_control_character_in_an_override_stays_on_one_line():
 
 def test_out_of_memory_is_one_line_exit_2():
     boom = RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 1e11 bytes")
-    with mock.patch("vitscale.cli.model_cmd.describe_model", side_effect=boom):
+    with mock.patch("vitscale.models.measure.describe_model", side_effect=boom):
         lines = assert_user_contract(run_cli("model", "info", "--width", "65536"))
     assert len(lines) == 1 and lines[0].startswith("out of memory: DefaultCPUAllocator")
 
 
 def test_trial_failure_outside_a_study_is_one_line_exit_2():
-    with mock.patch("vitscale.cli.model_cmd.describe_model", side_effect=SolverError("underflow in dt")):
+    with mock.patch("vitscale.models.measure.describe_model", side_effect=SolverError("underflow in dt")):
         lines = assert_user_contract(run_cli("model", "info", "--regime", "ode"))
     assert lines == ["solver_error: underflow in dt"]
 
 
 def test_other_runtime_errors_keep_their_traceback():
-    with mock.patch("vitscale.cli.model_cmd.describe_model", side_effect=RuntimeError("a bug")):
+    with mock.patch("vitscale.models.measure.describe_model", side_effect=RuntimeError("a bug")):
         try:
             run_cli("model", "info")
         except RuntimeError as exc:

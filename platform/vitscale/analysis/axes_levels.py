@@ -24,7 +24,7 @@ import pyarrow as pa
 from vitscale.analysis.fields import as_float
 from vitscale.analysis.outcomes import scored
 from vitscale.analysis.resolution import eval_resolutions
-from vitscale.models.regimes.ode import FIXED_GRID_SOLVERS
+from vitscale.models.regimes.ode_settings import FIXED_GRID_SOLVERS
 from vitscale.train.metrics import at_resolution
 
 METRIC = "test_top1"  # the error is 1 − this: reported, nothing selects on it

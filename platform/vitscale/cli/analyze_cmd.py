@@ -10,7 +10,6 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from vitscale.analysis.report_resolution import front_lines
 from vitscale.cli.app import app
 from vitscale.errors import UserError
 from vitscale.kinds import study_kind
@@ -163,11 +162,11 @@ def analyze_command(
     ),
 ) -> None:
     """Turn a study's runs into Pareto fronts, scaling-law fits, figures and report.md."""
-    from vitscale.analysis.pipeline import analyze  # lazy: matplotlib, scipy, pyarrow
+    from vitscale.analysis import pipeline, report_resolution  # lazy: matplotlib, scipy, pyarrow
 
     name, spec_uri, experiment = resolve_study(study)
     console = Console()
-    result = analyze(
+    result = pipeline.analyze(
         name,
         tracking_uri or spec_uri,
         out,
@@ -196,7 +195,7 @@ def analyze_command(
     for c in result.comparisons:
         for line in comparison_lines(c):
             console.print(line, highlight=False)
-    front = front_lines(result)
+    front = report_resolution.front_lines(result)
     if front:
         console.print("Accuracy–throughput front over resolutions (test top-1, inference img/s):")
         for line in front:

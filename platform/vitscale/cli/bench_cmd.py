@@ -140,9 +140,8 @@ def run(
 ) -> list[dict]:
     """Sweep, then print/write/log; MLflow runs and JSON lines are written as configurations finish."""
     # Lazy: the records (and the runner and report that use them) import pyarrow.
-    from vitscale.bench import report
+    from vitscale.bench import report, runner
     from vitscale.bench.records import to_json, write_parquet
-    from vitscale.bench.runner import run_benchmark
 
     err = Console(stderr=True)
     log = None
@@ -162,7 +161,7 @@ def run(
                 stream.write(to_json([record], indent=None)[1:-1] + "\n")
 
     try:
-        records = run_benchmark(
+        records = runner.run_benchmark(
             config, progress=err.is_terminal, console=err, interleave=interleave, on_record=on_record
         )
     except BaseException:

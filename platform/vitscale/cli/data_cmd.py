@@ -9,8 +9,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from vitscale import data as vdata  # vdata.load / vdata.throughput import torch when first read
 from vitscale.cli.app import app
-from vitscale.data import DataConfig, load, throughput
+from vitscale.data import DataConfig
 from vitscale.device import resolve_device
 
 data_app = typer.Typer(help="Inspect data sets and measure the data path.", no_args_is_help=True)
@@ -63,10 +64,10 @@ def info(
         num_classes=num_classes,
         split_seed=split_seed,
     )
-    bundle = load(config, resolve_device(device, "--device"))
+    bundle = vdata.load(config, resolve_device(device, "--device"))
     out = {**bundle.summary(), "resolution": resolution, "class_names": bundle.class_names}
     if measure:
-        out["throughput"] = throughput(bundle, config, batch_size=batch_size, seconds=seconds)
+        out["throughput"] = vdata.throughput(bundle, config, batch_size=batch_size, seconds=seconds)
     if as_json:
         print(json.dumps(out))
         return

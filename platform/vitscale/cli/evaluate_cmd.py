@@ -10,7 +10,6 @@ import typer
 from vitscale.cli.app import app
 from vitscale.errors import UserError
 from vitscale.tracking.layout import DEFAULT_TRACKING_URI
-from vitscale.train.evaluate_trial import evaluate_trial
 
 SPLITS = {"val": ("val",), "test": ("test",), "both": ("val", "test")}
 
@@ -39,6 +38,8 @@ def evaluate(
     local checkpoint gets the predictions beside it. Nothing selects on these numbers."""
     if split not in SPLITS:
         raise UserError(f"--split: {split!r} is not val, test or both")
+    from vitscale.train.evaluate_trial import evaluate_trial  # lazy: torch, MLflow
+
     result = evaluate_trial(
         source, parse_resolutions(resolutions), SPLITS[split], tracking_uri=tracking_uri, device=device
     )

@@ -26,10 +26,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from vitscale import models  # models.describe_model imports torch when first read
 from vitscale.cli.app import model_app
 from vitscale.dotted import nested
 from vitscale.models import ModelConfig
-from vitscale.models.measure import describe_model
 from vitscale.models.registry import MIXERS, REGIMES
 from vitscale.validation import unwrap_optional
 
@@ -144,7 +144,7 @@ def info(
 ) -> None:
     """Tokens, parameters, forward FLOPs per image, mixing FLOPs and the mixing Lipschitz bound."""
     described = [
-        describe_model(model_config({**model_overrides, "image_size": r})) for r in resolution or [224]
+        models.describe_model(model_config({**model_overrides, "image_size": r})) for r in resolution or [224]
     ]
     rows = [row for row, _ in described]
     if as_json:

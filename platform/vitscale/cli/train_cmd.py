@@ -11,13 +11,13 @@ from typing import Annotated
 
 import typer
 
+from vitscale import train as vtrain  # vtrain.trial_from_run imports torch and MLflow when first read
 from vitscale.cli.app import app
 from vitscale.cli.model_cmd import model_options
 from vitscale.cli.overrides import set_option, validate_with_sets
 from vitscale.errors import UserError
 from vitscale.tracking.layout import DEFAULT_TRACKING_URI
 from vitscale.train import TrialConfig
-from vitscale.train.from_mlflow import trial_from_run
 
 _RECIPE = "default: the data set's recommended recipe"
 _SET_EXAMPLE = "model.ssog.num_gaussians=8"
@@ -91,7 +91,7 @@ def train(
 
     if from_run is not None:
         _refuse_trial_flags(ctx)
-        raw = trial_from_run(from_run, tracking_uri)
+        raw = vtrain.trial_from_run(from_run, tracking_uri)
         if raw["train"].get("threads") is None and not any(
             s.startswith("train.threads=") for s in set_ or ()
         ):

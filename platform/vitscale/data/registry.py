@@ -1,4 +1,5 @@
-"""Name -> loader registry for data sets (one file per data set in vitscale/data/datasets/).
+"""Name -> loader registry for data sets (one file per data set in vitscale/data/datasets/, each
+declared in that package's `__init__.py` and imported when first loaded).
 
 A loader may carry a recommended training recipe (`recipe=`): the values of `train.*` that
 apply wherever a trial leaves them unset (see `TrialConfig.resolved`), so a first run on a
@@ -13,7 +14,14 @@ from vitscale.models.registry import _Registry
 DATASETS = _Registry("vitscale.data.datasets")
 
 
+def declare_dataset(name: str, loader: str, recipe: dict[str, Any] | None = None) -> None:
+    """Register the loader "module:function" under `name`, imported when the set is first loaded."""
+    DATASETS.declare(name, loader, recipe=dict(recipe or {}))
+
+
 def register_dataset(name: str, recipe: dict[str, Any] | None = None) -> Callable:
+    """Decorator: register a loader already at hand (a plugin's, a test's)."""
+
     def decorate(loader: Callable) -> Callable:
         loader.recipe = dict(recipe or {})
         return DATASETS.register(name)(loader)
@@ -23,4 +31,4 @@ def register_dataset(name: str, recipe: dict[str, Any] | None = None) -> Callabl
 
 def recommended_recipe(dataset: str) -> dict[str, Any]:
     """The data set's recommended `train.*` values ({} when it has none)."""
-    return dict(getattr(DATASETS[dataset], "recipe", {}))
+    return dict(DATASETS.fact(dataset, "recipe") or {})

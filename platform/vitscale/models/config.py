@@ -153,8 +153,8 @@ class ModelConfig(BaseModel):
             raise ValueError(
                 f"image_size: {self.image_size} is not divisible by patch_size {self.patch_size}"
             )
-        for part in (registry.MIXERS[self.mixer], registry.REGIMES[self.regime]):
-            check = getattr(part, "check_config", None)  # rules spanning its settings and the core fields
+        for parts, name in ((registry.MIXERS, self.mixer), (registry.REGIMES, self.regime)):
+            check = parts.fact(name, "check_config")  # rules spanning its settings and the core fields
             if check is not None:
                 check(self)
         return self
@@ -197,8 +197,8 @@ class ModelConfig(BaseModel):
         """LayerScale's initial value as built (0.0 = off)."""
         if self.layer_scale is not None:
             return float(self.layer_scale)
-        regime = registry.REGIMES[self.regime].default_layer_scale
-        mixer = getattr(registry.MIXERS[self.mixer], "default_layer_scale", None)  # see mixers/__init__
+        regime = registry.REGIMES.fact(self.regime, "default_layer_scale")
+        mixer = registry.MIXERS.fact(self.mixer, "default_layer_scale")  # see mixers/__init__
         return float(regime or mixer or 0.0)
 
     @property
@@ -206,7 +206,7 @@ class ModelConfig(BaseModel):
         """Whether the ViT adds a learned absolute position embedding, as built."""
         if self.pos_embed is not None:
             return self.pos_embed
-        return bool(registry.MIXERS[self.mixer].wants_pos_embed)
+        return bool(registry.MIXERS.fact(self.mixer, "wants_pos_embed"))
 
     def resolved(self) -> ModelConfig:
         """This config with the choices left to the mixer or regime made explicit (pos_embed,

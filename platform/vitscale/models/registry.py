@@ -1,10 +1,15 @@
 """Name -> class registries for mixers and regimes, and the settings each one owns.
 
-A new mixer (or regime) is one file in models/mixers/ (models/regimes/) that decorates
-its class with `@register_mixer("name", settings=ItsSettings)`, plus one import line in
-that package's `__init__.py`. `ItsSettings` (a pydantic model beside the class) becomes
-the section `model.<name>` of every ModelConfig; validation, study checks, CLI flags,
-`model info`, bench records, MLflow params and analysis columns all read it from here.
+A mixer (or regime) of the package is one file in models/mixers/ (models/regimes/) holding its
+class, a light `<name>_settings.py` beside it holding its pydantic settings (no torch), and one
+`declare_mixer("name", "vitscale.models.mixers.name:Class", settings=ItsSettings, ...)` line in
+that package's `__init__.py`. `ItsSettings` becomes the section `model.<name>` of every
+ModelConfig; validation, study checks, CLI flags, `model info`, bench records, MLflow params and
+analysis columns all read it from here. A declaration also carries the facts a config is
+validated and resolved with (`wants_pos_embed`, `default_layer_scale`, `check_config`), so the
+CLI and `study validate` never import the (torch) class: it is imported when first built.
+A plugin that already holds its class registers it directly: `@register_mixer("name", settings=...)`
+(the facts are then read from the class's attributes).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -24,13 +29,17 @@ PLUGINS_ENV = "VITSCALE_PLUGINS"  # "module_or_file.py[:function],...": mixers/r
 
 
 class _Registry(dict):
-    """A dict that imports its package on first use, so registrations are always loaded."""
+    """A dict that imports its package on first use, so registrations are always loaded.
+
+    Values are the registered objects; a declared entry holds its "module:attribute" until the
+    first lookup of its value imports it (names, settings and facts are known before that)."""
 
     def __init__(self, package: str) -> None:
         super().__init__()
         self._package = package
         self._loaded = False
         self._settings: dict[str, type[BaseModel]] = {}
+        self._facts: dict[str, dict[str, Any]] = {}  # declared entries: what is known without importing
 
     def _load(self) -> None:
         if not self._loaded:
@@ -44,7 +53,12 @@ class _Registry(dict):
 
     def __getitem__(self, key):
         self._load()
-        return super().__getitem__(key)
+        value = super().__getitem__(key)
+        if isinstance(value, str):  # declared: import "module:attribute" on first use
+            module, _, attribute = value.partition(":")
+            value = getattr(importlib.import_module(module), attribute)
+            dict.__setitem__(self, key, value)
+        return value
 
     def __iter__(self):
         self._load()
@@ -59,8 +73,21 @@ class _Registry(dict):
         return super().keys()
 
     def items(self):
+        return [(name, self[name]) for name in self.keys()]
+
+    def values(self):
+        return [self[name] for name in self.keys()]
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def fact(self, name: str, key: str, default: Any = None) -> Any:
+        """A fact of entry `name` (e.g. `wants_pos_embed`): as declared, without importing the entry,
+        or the registered object's attribute of that name."""
         self._load()
-        return super().items()
+        if name in self._facts:
+            return self._facts[name].get(key, default)
+        return getattr(self[name], key, default)
 
     def settings(self) -> dict[str, type[BaseModel]]:
         """name -> settings model, for the entries that declare one (registration order)."""
@@ -71,21 +98,31 @@ class _Registry(dict):
         """Decorator: register a class under `name`, with the settings model it owns (if any)."""
 
         def decorate(cls: T) -> T:
-            if dict.__contains__(self, name):
-                raise KeyError(f"{name!r} is registered twice in {self._package}")
-            if settings is not None and any(name in r._settings for r in _ALL if r is not self):
-                raise KeyError(f"{name!r} already names a settings section of another registry")
-            dict.__setitem__(self, name, cls)
-            if settings is not None:
-                self._settings[name] = settings
+            self._add(name, cls, settings)
             return cls
 
         return decorate
+
+    def declare(self, name: str, target: str, settings: type[BaseModel] | None = None, **facts: Any) -> None:
+        """Register `target` ("module:attribute") under `name` without importing it: its settings
+        model and `facts` are what is known until the first lookup of `registry[name]`."""
+        self._add(name, target, settings)
+        self._facts[name] = facts
+
+    def _add(self, name: str, value: Any, settings: type[BaseModel] | None) -> None:
+        if dict.__contains__(self, name):
+            raise KeyError(f"{name!r} is registered twice in {self._package}")
+        if settings is not None and any(name in r._settings for r in _ALL if r is not self):
+            raise KeyError(f"{name!r} already names a settings section of another registry")
+        dict.__setitem__(self, name, value)
+        if settings is not None:
+            self._settings[name] = settings
 
     def unregister(self, name: str) -> None:
         """Remove an entry (test-only registrations clean up after themselves)."""
         dict.pop(self, name, None)
         self._settings.pop(name, None)
+        self._facts.pop(name, None)
 
 
 MIXERS = _Registry("vitscale.models.mixers")
@@ -93,6 +130,8 @@ REGIMES = _Registry("vitscale.models.regimes")
 _ALL = (MIXERS, REGIMES)
 register_mixer = MIXERS.register
 register_regime = REGIMES.register
+declare_mixer = MIXERS.declare
+declare_regime = REGIMES.declare
 
 # The mixer every comparison is drawn against (the reference arm, the first series of a table) and
 # the one the platform studies; benchmark tables and the analysis order their series by these.

@@ -17,10 +17,7 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
-import torch
-
-from vitscale.models import build
-from vitscale.models.measure import count_params
+from vitscale import models  # models.build / models.count_params import torch when first read
 from vitscale.study.spec import StudySpec
 from vitscale.train.config import TrialConfig
 
@@ -33,8 +30,10 @@ class MatchError(ValueError):
 
 @lru_cache(maxsize=4096)
 def _params(model_json: str) -> int:
+    import torch  # import time matters: only a parameter-matched comparison counts, not `study validate`
+
     with torch.device("meta"):  # no memory, no init cost: only shapes are needed
-        return count_params(build(json.loads(model_json)))
+        return models.count_params(models.build(json.loads(model_json)))
 
 
 def model_params(model: dict[str, Any]) -> int:

@@ -1,7 +1,22 @@
-"""One trial's training: `fit(TrialConfig)` -> per-epoch reports, checkpoints, final metrics."""
+"""One trial's training: `fit(TrialConfig)` -> per-epoch reports, checkpoints, final metrics.
 
+The configs and metric names import without torch; `fit` and `trial_from_run` (a logged run's
+trial, for `vitscale train --from-run`) load on first use, so validating a study never imports
+torch (issue 30).
+"""
+
+from vitscale.lazy import lazy_exports
 from vitscale.train.config import TrainConfig, TrialConfig
-from vitscale.train.loop import FitResult, fit
 from vitscale.train.metrics import REPORTED_METRICS
 
-__all__ = ["REPORTED_METRICS", "FitResult", "TrainConfig", "TrialConfig", "fit"]
+# name -> the module that defines it, imported when the name is first read (see vitscale.lazy)
+_TORCH_BACKED = {
+    "FitResult": "vitscale.train.loop",
+    "fit": "vitscale.train.loop",
+    "trial_from_run": "vitscale.train.from_mlflow",
+}
+
+__getattr__ = lazy_exports(__name__, _TORCH_BACKED)
+
+
+__all__ = ["REPORTED_METRICS", "FitResult", "TrainConfig", "TrialConfig", "fit", "trial_from_run"]

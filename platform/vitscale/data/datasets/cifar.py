@@ -20,7 +20,6 @@ import torch
 
 from vitscale.data.config import DataConfig
 from vitscale.data.download import fetch
-from vitscale.data.registry import register_dataset
 from vitscale.data.source import Source
 from vitscale.errors import DataError, UserError
 
@@ -244,11 +243,9 @@ def load_cifar(v: Variant, config: DataConfig) -> Source:
     )
 
 
-@register_dataset("cifar10")
 def load_cifar10(config: DataConfig) -> Source:
     return load_cifar(CIFAR10, config)
 
 
-@register_dataset("cifar100")
 def load_cifar100(config: DataConfig) -> Source:
     return load_cifar(CIFAR100, config)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import torch
 
 from vitscale.data.config import DataConfig
-from vitscale.data.registry import register_dataset
 from vitscale.data.source import Source
 from vitscale.data.splits import stratified_split
 
@@ -19,10 +18,8 @@ TEST_SEED = 20_611  # fixed: the test images are the same for every split_seed
 
 # 1,295 training images: small batches and a higher peak lr give enough steps to converge;
 # no label smoothing (it caps the confidence a 10-class model reaches on so few steps).
-RECIPE = {"epochs": 15, "batch_size": 32, "lr": 5e-3, "warmup_epochs": 1.0, "label_smoothing": 0.0}
 
 
-@register_dataset("digits", recipe=RECIPE)
 def load_digits(config: DataConfig) -> Source:
     """Grey levels 0..16 -> uint8 0..255, one channel; train and the fixed test hold-out."""
     from sklearn.datasets import load_digits as sk_load_digits

@@ -21,7 +21,6 @@ import numpy as np
 import torch
 
 from vitscale.data.config import DataConfig
-from vitscale.data.registry import register_dataset
 from vitscale.data.source import Source
 from vitscale.data.splits import stratified_split
 from vitscale.errors import DataError
@@ -115,7 +114,6 @@ def _split_folders(root: str | None) -> tuple[Path, Path] | None:
     return None
 
 
-@register_dataset("imagefolder")
 def load_imagefolder(config: DataConfig) -> Source:
     """train/ and test/ folders, or one folder with a fixed test hold-out; flips and crops on."""
     size = config.source_size or config.resolution

@@ -24,7 +24,6 @@ import torch
 from vitscale.data.config import DataConfig
 from vitscale.data.datasets.idx import IMAGES_MAGIC, LABELS_MAGIC, read_idx
 from vitscale.data.download import fetch
-from vitscale.data.registry import register_dataset
 from vitscale.data.source import Source
 from vitscale.errors import DataError, UserError
 
@@ -201,11 +200,9 @@ def load_idx(v: Variant, config: DataConfig) -> Source:
     )
 
 
-@register_dataset("fashion_mnist")
 def load_fashion_mnist(config: DataConfig) -> Source:
     return load_idx(FASHION_MNIST, config)
 
 
-@register_dataset("mnist")
 def load_mnist(config: DataConfig) -> Source:
     return load_idx(MNIST, config)

@@ -18,7 +18,6 @@ import math
 import torch
 
 from vitscale.data.config import DataConfig
-from vitscale.data.registry import register_dataset
 from vitscale.data.source import Source
 
 DEFAULT_TRAIN = 4096
@@ -123,7 +122,6 @@ def generate(n: int, size: int, num_classes: int, seed: int) -> tuple[torch.Tens
     return images, params["labels"]
 
 
-@register_dataset("synthetic")
 def load_synthetic(config: DataConfig) -> Source:
     """Sizes: num_train/num_val/num_test (default 4096/1024/2048) at source_size (default: resolution).
 

@@ -14,38 +14,16 @@ as SSoG's arm searches its own knobs (`model.ssog`); no regime default favours o
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
-
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
 from vitscale.models.config import ModelConfig
-from vitscale.models.registry import register_mixer
+from vitscale.models.mixers.attention_settings import AttentionSettings  # noqa: F401 (resume: older pickles name it here)
 
 
-class AttentionSettings(BaseModel):
-    """`model.attention`: how attention is computed, and its optional stabiliser."""
-
-    model_config = ConfigDict(extra="forbid")
-    moved_from: ClassVar[dict[str, str]] = {"attention_backend": "backend", "qk_norm": "qk_norm"}
-
-    backend: Literal["sdpa", "math"] = Field(
-        "sdpa", description="fused F.scaled_dot_product_attention or explicit N x N weights"
-    )
-    qk_norm: bool = Field(
-        False,
-        description="LayerNorm on queries and keys per head (attention's own stabiliser; off in every "
-        "regime unless set or searched)",
-    )
-
-
-@register_mixer("attention", settings=AttentionSettings)
 class Attention(nn.Module):
     """Multi-head self-attention over all tokens (prefix tokens included)."""
-
-    wants_pos_embed = True  # permutation-equivariant: it needs absolute positions
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()

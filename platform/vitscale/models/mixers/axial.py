@@ -21,36 +21,17 @@ FLOPs per image: 4·N·(H + W)·C (rows and columns) + 4·P·(P + N)·C (prefix 
 
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
 from vitscale.models.config import ModelConfig
+from vitscale.models.mixers.axial_settings import AxialSettings  # noqa: F401 (resume: older pickles name it here)
 from vitscale.models.mixers.grid import prefix_count
-from vitscale.models.registry import register_mixer
 
 
-class AxialSettings(BaseModel):
-    """`model.axial`: which axis comes first, and the optional stabiliser."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    order: Literal["rows_first", "columns_first"] = Field(
-        "rows_first", description="attend along rows then columns, or the reverse"
-    )
-    qk_norm: bool = Field(
-        False, description="LayerNorm on queries and keys per head (its own stabiliser; off unless set)"
-    )
-
-
-@register_mixer("axial", settings=AxialSettings)
 class AxialAttention(nn.Module):
     """Row attention then column attention over the grid; prefix tokens attend to all tokens."""
-
-    wants_pos_embed = True  # equivariant to permutations within a row/column: needs positions
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()

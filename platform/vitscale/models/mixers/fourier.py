@@ -26,21 +26,12 @@ from __future__ import annotations
 import math
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
 from vitscale.models.config import ModelConfig
 from vitscale.models.measure import register_flops
+from vitscale.models.mixers.fourier_settings import FourierSettings  # noqa: F401 (resume: older pickles name it here)
 from vitscale.models.mixers.grid import prefix_count
-from vitscale.models.registry import register_mixer
-
-
-class FourierSettings(BaseModel):
-    """`model.fourier`: which axes are transformed."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    channels: bool = Field(False, description="also transform over channels, as FNet (default: grid only)")
 
 
 def _fft_flops(x_shape, dim, *args, out_shape=None, **kwargs) -> int:
@@ -53,11 +44,8 @@ for _op in (torch.ops.aten._fft_r2c, torch.ops.aten._fft_c2c):
     register_flops(_op, _fft_flops)
 
 
-@register_mixer("fourier", settings=FourierSettings)
 class Fourier(nn.Module):
     """Re(unitary DFT) over the grid (and optionally channels); prefix tokens get the DC term."""
-
-    wants_pos_embed = True  # as FNet
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()

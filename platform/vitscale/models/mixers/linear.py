@@ -19,19 +19,10 @@ adds 2·C parameters per block; `model.layer_scale: 0` restores the plain block.
 from __future__ import annotations
 
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
 from vitscale.models.config import ModelConfig
-from vitscale.models.registry import register_mixer
-
-
-class LinearSettings(BaseModel):
-    """`model.linear`: the normaliser's guard."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    eps: float = Field(1e-6, gt=0, description="added to the normaliser φ(q)·Σφ(k) (it is > 0 anyway)")
+from vitscale.models.mixers.linear_settings import LinearSettings  # noqa: F401 (resume: older pickles name it here)
 
 
 def feature_map(x: Tensor) -> Tensor:
@@ -39,12 +30,8 @@ def feature_map(x: Tensor) -> Tensor:
     return F.elu(x) + 1.0
 
 
-@register_mixer("linear", settings=LinearSettings)
 class LinearAttention(nn.Module):
     """Multi-head kernelised attention over all tokens (prefix tokens included), O(N·d²) per head."""
-
-    wants_pos_embed = True  # permutation-equivariant, like softmax attention
-    default_layer_scale = 0.1  # where the regime builds none (see the module docstring)
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()

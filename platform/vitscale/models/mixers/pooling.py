@@ -27,32 +27,16 @@ import math
 import numpy as np
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 from scipy import sparse
 from scipy.sparse.linalg import svds
 from torch import Tensor, nn
 
-from vitscale.models.config import MAX_IMAGE_SIZE, ModelConfig
+from vitscale.models.config import ModelConfig
 from vitscale.models.measure import register_flops
 from vitscale.models.mixers.grid import prefix_count
-from vitscale.models.registry import register_mixer
+from vitscale.models.mixers.pooling_settings import PoolingSettings  # noqa: F401 (resume: older pickles name it here)
 
 DENSE_LIMIT = 1024  # tokens up to which the norm comes from a dense SVD
-
-
-class PoolingSettings(BaseModel):
-    """`model.pooling`: the pooling window."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    pool_size: int = Field(3, ge=1, le=MAX_IMAGE_SIZE, description="side of the average-pooling window (odd)")
-
-    @field_validator("pool_size")
-    @classmethod
-    def _odd(cls, value: int) -> int:
-        if value % 2 == 0:
-            raise ValueError(f"{value} is even; the window must be centred on its token (odd size)")
-        return value
 
 
 def _pool_flops(x_shape, kernel_size, *args, out_shape=None, **kwargs) -> int:
@@ -81,11 +65,8 @@ def token_operator(grid_hw: tuple[int, int], pool_size: int, prefix_tokens: int)
     return sparse.csr_matrix(sparse.vstack([top, bottom]) if p else grid - sparse.identity(n))
 
 
-@register_mixer("pooling", settings=PoolingSettings)
 class Pooling(nn.Module):
     """Average pooling minus identity on the grid; prefix tokens receive the grid mean."""
-
-    wants_pos_embed = False  # PoolFormer has none; set model.pos_embed to add one
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()

@@ -48,16 +48,14 @@ FLOPs per image: 2·K·N·(H + W)·C.
 from __future__ import annotations
 
 import math
-from typing import ClassVar
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
 from vitscale.models.config import ModelConfig
 from vitscale.models.kernel_cache import KernelCache
 from vitscale.models.mixers.grid import prefix_count
-from vitscale.models.registry import register_mixer
+from vitscale.models.mixers.ssog_settings import SSoGSettings
 
 
 def gaussian_kernels(length: int, log_sigma: Tensor, offset: Tensor | None) -> Tensor:
@@ -73,52 +71,14 @@ def gaussian_kernels(length: int, log_sigma: Tensor, offset: Tensor | None) -> T
     return torch.softmax(-0.5 * centred.square() * inv_var, dim=-1)
 
 
-class SSoGSettings(BaseModel):
-    """`model.ssog`: the size and freedom of each head's Gaussian mixture."""
-
-    model_config = ConfigDict(extra="forbid")
-    moved_from: ClassVar[dict[str, str]] = {"num_gaussians": "num_gaussians", "ssog_offsets": "offsets"}
-
-    num_gaussians: int = Field(4, ge=1, le=1024, description="Gaussians per head and axis")
-    offsets: bool = Field(True, description="learn Gaussian centre offsets")
-    kernel_lr_scale: float = Field(
-        10.0,
-        gt=0,
-        le=1000,
-        description="learning-rate multiplier of the kernel widths and offsets: under Adam every "
-        "parameter moves ~lr per step, a large step for a 0.02-scale weight and a tiny one for a "
-        "log-width of order 1",
-    )
-    sigma_min_tokens: float = Field(
-        0.5, gt=0, le=1 << 14, description="narrowest initial width, in tokens of the build grid"
-    )
-    sigma_max_grid: float = Field(
-        1.0, gt=0, le=16, description="widest initial width, as a fraction of the build grid's side"
-    )
-
-
 def initial_sigma_range(settings: SSoGSettings, grid_hw: tuple[int, int]) -> tuple[float, float]:
     """(narrowest, widest) initial width in normalised coordinates (1 = the grid side)."""
     side = min(grid_hw)
     return settings.sigma_min_tokens / side, settings.sigma_max_grid
 
 
-@register_mixer("ssog", settings=SSoGSettings)
 class SSoG(nn.Module):
     """Separable sum-of-Gaussians mixer; see the module docstring for the operator."""
-
-    wants_pos_embed = False  # the kernels are functions of relative position already
-
-    @staticmethod
-    def check_config(config: ModelConfig) -> None:
-        """The initial widths must span a range on this grid: narrowest <= widest."""
-        s: SSoGSettings = config.settings("ssog")
-        side = min(config.grid)
-        if s.sigma_min_tokens > s.sigma_max_grid * side:
-            raise ValueError(
-                f"ssog.sigma_min_tokens: {s.sigma_min_tokens} tokens is wider than ssog.sigma_max_grid "
-                f"{s.sigma_max_grid} x the {side}-token grid side; lower it or raise sigma_max_grid"
-            )
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()

@@ -1,4 +1,6 @@
-"""Regimes: how the blocks are stacked; importing a file registers its class in `REGIMES`.
+"""Regimes: how the blocks are stacked. One file each for the class (torch), a `<name>_settings.py`
+where it has settings, and one declaration below that registers them in `REGIMES`; the class is
+imported when a model first builds it.
 
 The regime contract (what `vit.VisionTransformer` relies on):
 - constructed as `Regime(config: ModelConfig, make_block: Callable[[], Block])`, calling
@@ -15,10 +17,24 @@ The regime contract (what `vit.VisionTransformer` relies on):
   the adjoint: the backward solve's failures become trial failures; others: a nullcontext);
 - class attribute `flops_depend_on_values: bool`: whether FLOPs must be counted on a real
   forward with real weights (an adaptive solver's step count) rather than on the meta device;
-- class attribute `default_layer_scale: float`: the LayerScale the regime builds where
-  `model.layer_scale` is unset (discrete: none, so it is the standard ViT; weight-shared
-  regimes: on). It acts on every mixer alike; a regime never switches on a stabiliser that
+- declared with it (read without importing the class): `default_layer_scale: float`, the
+  LayerScale the regime builds where `model.layer_scale` is unset (discrete: none, so it is
+  the standard ViT; weight-shared regimes: on). It acts on every mixer alike; a regime never switches on a stabiliser that
   only one mixer has (QK-norm is attention's own knob, searched inside its arm).
+- optionally declared: `check_config(config)`, a rule spanning its settings and the core fields.
 """
 
-from vitscale.models.regimes import discrete, looped, ode  # noqa: F401
+from vitscale.models.regimes import ode_settings
+from vitscale.models.registry import declare_regime
+
+_HERE = __name__  # "vitscale.models.regimes": where each class is imported from when first built
+
+declare_regime("discrete", f"{_HERE}.discrete:Discrete", default_layer_scale=0.0)  # the standard ViT
+declare_regime("looped", f"{_HERE}.looped:Looped", default_layer_scale=0.1)
+declare_regime(
+    "ode",
+    f"{_HERE}.ode:NeuralOde",
+    ode_settings.OdeConfig,
+    default_layer_scale=0.1,
+    check_config=ode_settings.check_config,
+)

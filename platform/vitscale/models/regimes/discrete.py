@@ -8,16 +8,13 @@ from contextlib import AbstractContextManager, nullcontext
 from torch import Tensor, nn
 
 from vitscale.models.config import ModelConfig
-from vitscale.models.registry import register_regime
 
 
-@register_regime("discrete")
 class Discrete(nn.Module):
     """x -> block_L(... block_1(x)), each block with its own weights."""
 
     last_nfe: int | None = None
     flops_depend_on_values = False  # the same compute for any weights: counted on the meta device
-    default_layer_scale = 0.0  # model.layer_scale where unset
 
     def __init__(self, config: ModelConfig, make_block: Callable[[], nn.Module]) -> None:
         super().__init__()

@@ -23,45 +23,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 from torchdiffeq import odeint, odeint_adjoint
 
 from vitscale.errors import SolverError, TrialDiverged
 from vitscale.models.config import ModelConfig
-from vitscale.models.registry import register_regime
+from vitscale.models.regimes.ode_settings import FIXED_GRID_SOLVERS, OdeConfig
 
 SOLVER_FAILURES = ("underflow in dt", "max_num_steps exceeded")
-FIXED_GRID_SOLVERS = ("rk4", "midpoint", "euler")
-
-
-class OdeConfig(BaseModel):
-    """`model.ode`: settings passed straight through to torchdiffeq.odeint."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    solver: Literal["dopri5", "bosh3", "adaptive_heun", "rk4", "midpoint", "euler"] = "dopri5"
-    rtol: float = Field(1e-3, gt=0, description="relative tolerance (adaptive solvers)")
-    atol: float = Field(1e-4, gt=0, description="absolute tolerance (adaptive solvers)")
-    step_size: float | None = Field(
-        None, gt=0, description="step of fixed-grid solvers; default 1.0 (one step per unit time)"
-    )
-    t_end: float | None = Field(None, gt=0, description="integrate over [0, t_end]; default: depth")
-    adjoint: bool = Field(False, description="backpropagate with the adjoint method (O(1) memory)")
-    max_num_steps: int = Field(
-        1000,
-        ge=1,
-        description="most steps of one solve: adaptive solvers give up after it, fixed-grid ones "
-        "(t_end / step_size) must fit in it",
-    )
-    field_fp32: bool = Field(
-        True,
-        description="adaptive solvers evaluate the vector field in float32 even under bf16 autocast "
-        "(their error estimate reads it; bf16 rounding would inflate NFE)",
-    )
 
 
 def describe(settings: OdeConfig, t_end: float) -> str:
@@ -101,13 +73,11 @@ def solver_errors(settings: OdeConfig, t_end: float) -> Iterator[None]:
         ) from exc
 
 
-@register_regime("ode", settings=OdeConfig)
 class NeuralOde(nn.Module):
     """x(t_end) of dx/dt = block.residual(x), x(0) = tokens."""
 
     # An adaptive solver's step count depends on the weights: FLOPs are counted on a real forward.
     flops_depend_on_values = True
-    default_layer_scale = 0.1  # model.layer_scale where unset
 
     def __init__(self, config: ModelConfig, make_block: Callable[[], nn.Module]) -> None:
         super().__init__()
@@ -116,22 +86,6 @@ class NeuralOde(nn.Module):
         self.t_end = float(self.settings.t_end if self.settings.t_end is not None else config.depth)
         self.last_nfe: int | None = None
         self.nfe_count = 0  # every field evaluation so far, adjoint backward solves included
-
-    @staticmethod
-    def check_config(config: ModelConfig) -> None:
-        """A fixed-grid solve of more than max_num_steps steps (`--ode-step-size 1e-6`: 4 million
-        per forward) would run for days: refused when the config is validated, like any bad value."""
-        s: OdeConfig = config.settings("ode")
-        if s.solver not in FIXED_GRID_SOLVERS:
-            return
-        t_end = s.t_end if s.t_end is not None else config.depth
-        step = s.step_size if s.step_size is not None else 1.0
-        if t_end / step > s.max_num_steps:
-            raise ValueError(
-                f"ode.step_size: {step:g} over t_end {t_end:g} is {t_end / step:,.0f} {s.solver} steps per "
-                f"forward, more than ode.max_num_steps {s.max_num_steps}; take a larger step or raise "
-                "max_num_steps"
-            )
 
     def solver_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of torchdiffeq.odeint for these settings (nothing added)."""

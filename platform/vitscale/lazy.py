@@ -1,0 +1,24 @@
+"""Names a package exports without importing them: a module `__getattr__` (PEP 562) over a table.
+
+Import time matters where a light package (configs, registries) also exports names backed by
+torch: `vitscale --help` and `study validate` read the configs, a trial reads `build` and `fit`.
+
+    __getattr__ = lazy_exports(__name__, {"build": "vitscale.models.vit"})
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+
+def lazy_exports(package: str, table: dict[str, str]) -> Callable[[str], Any]:
+    """The `__getattr__` of `package`: each name of `table` (name -> module) imported on first read."""
+
+    def __getattr__(name: str) -> Any:
+        if name in table:
+            return getattr(importlib.import_module(table[name]), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__
