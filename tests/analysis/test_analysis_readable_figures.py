@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from analysis_stores import fake_run
 
-from vitscale.analysis import figures
-from vitscale.analysis.parallel import parallel_coordinates
+from vitscale.analysis.figures import scaling as figures
+from vitscale.analysis.figures.parallel import parallel_coordinates
+from vitscale.analysis.figures.style import CLIPPED_NOTE
+from vitscale.analysis.load.runs import StudyRuns, runs_to_table
+from vitscale.analysis.load.snapshot import write_snapshot
 from vitscale.analysis.pipeline import analyze
-from vitscale.analysis.runs import StudyRuns, runs_to_table
-from vitscale.analysis.snapshot import write_snapshot
-from vitscale.analysis.style import CLIPPED_NOTE
 from vitscale.tracking import layout
 
 

@@ -8,15 +8,15 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from vitscale.analysis.arms import Arm
-from vitscale.analysis.axes import AxisStudy
-from vitscale.analysis.compute_optimal import ComputeOptimal
-from vitscale.analysis.crossover import Crossover
-from vitscale.analysis.fields import as_float
-from vitscale.analysis.fits import PowerLawFit
-from vitscale.analysis.fronts import Front
-from vitscale.analysis.resolution import ResolutionPoint
-from vitscale.analysis.verdicts import Comparison
+from vitscale.analysis.load.fields import as_float
+from vitscale.analysis.statistics.arms import Arm
+from vitscale.analysis.statistics.axes import AxisStudy
+from vitscale.analysis.statistics.compute_optimal import ComputeOptimal
+from vitscale.analysis.statistics.crossover import Crossover
+from vitscale.analysis.statistics.fits import PowerLawFit
+from vitscale.analysis.statistics.fronts import Front
+from vitscale.analysis.statistics.resolution import ResolutionPoint
+from vitscale.analysis.statistics.verdicts import Comparison
 from vitscale.kinds import StudyKind, study_kind
 from vitscale.models.registry import mixer_order, regime_order
 

@@ -10,7 +10,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from vitscale.analysis.report_resolution import front_lines
+from vitscale.analysis.report.resolution import front_lines
 from vitscale.cli.app import app
 from vitscale.errors import UserError
 from vitscale.kinds import study_kind
