@@ -18,8 +18,7 @@ from analysis_stores import (
 from scipy import stats
 
 from vitscale.analysis.load.outcomes import outcome_counts
-from vitscale.analysis.load.runs import StudyRuns, runs_to_table
-from vitscale.analysis.load.snapshot import write_snapshot
+from vitscale.analysis.load.runs import StudyRuns, runs_to_table, write_snapshot
 from vitscale.analysis.pipeline import analyze
 from vitscale.analysis.statistics.paired import by_seed, paired_delta
 from vitscale.analysis.statistics.tuning import edge

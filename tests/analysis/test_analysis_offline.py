@@ -8,8 +8,14 @@ import pyarrow as pa
 import pytest
 from analysis_stores import fake_run
 
-from vitscale.analysis.load.runs import StudyRuns, dedupe_by_trial, parse_param_column, runs_to_table
-from vitscale.analysis.load.snapshot import read_snapshot, write_snapshot
+from vitscale.analysis.load.runs import (
+    StudyRuns,
+    dedupe_by_trial,
+    parse_param_column,
+    read_snapshot,
+    runs_to_table,
+    write_snapshot,
+)
 from vitscale.analysis.pipeline import analyze
 from vitscale.errors import UserError
 from vitscale.tracking import layout

@@ -1,4 +1,4 @@
-"""Verdicts on test (analysis.contest), checked on simulated studies with a planted truth, through
+"""Verdicts on test (analysis.statistics.contest), checked on simulated studies with a planted truth, through
 `judge`, the function the report's comparisons use; and its parts (bootstrap, McNemar, Holm, t)
 against hand computations and scipy."""
 

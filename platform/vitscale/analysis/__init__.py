@@ -1,7 +1,7 @@
 """Runs -> Arrow/Parquet -> replicate aggregates, Pareto fronts, scaling-law fits, figures, report.
 
 Four rooms, one per stage, each module one concept:
-- load/: the runs table (runs: MLflow -> Table; snapshot: runs.parquet; context: parent-run facts;
+- load/: the runs table (runs: MLflow or runs.parquet -> Table; context: parent-run facts;
   fields: normalised columns; outcomes: used / failed / stopped; predictions; throughput).
 - statistics/: what the runs say (aggregate, paired, contest, arms, verdicts, tuning, fronts, fits,
   axes, exponents, crossover, resolution, compute-optimal scaling, importance, varies).
@@ -21,8 +21,8 @@ from typing import Any
 _EXPORTS = {
     "analyze": "vitscale.analysis.pipeline",
     "AnalysisResult": "vitscale.analysis.result",
-    "pareto_front": "vitscale.analysis.statistics.pareto",
-    "pareto_mask": "vitscale.analysis.statistics.pareto",
+    "pareto_front": "vitscale.analysis.statistics.fronts",
+    "pareto_mask": "vitscale.analysis.statistics.fronts",
     "fit_power_law": "vitscale.analysis.statistics.fits",
     "loglog_slope": "vitscale.analysis.statistics.exponents",
 }

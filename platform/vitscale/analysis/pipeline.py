@@ -21,8 +21,7 @@ from rich.progress import (
 
 from vitscale.analysis.load.fields import with_fields
 from vitscale.analysis.load.outcomes import POLICIES, with_outcomes
-from vitscale.analysis.load.runs import StudyRuns, load_study_runs
-from vitscale.analysis.load.snapshot import read_snapshot, write_snapshot
+from vitscale.analysis.load.runs import StudyRuns, load_study_runs, read_snapshot, write_snapshot
 from vitscale.analysis.report.sections import write_report
 from vitscale.analysis.result import AnalysisResult
 from vitscale.analysis.statistics.contest import N_RESAMPLES

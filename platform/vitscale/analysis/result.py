@@ -52,7 +52,7 @@ class AnalysisResult:
     resolution_points: list[ResolutionPoint] = field(default_factory=list)  # accuracy at each eval side
     throughput_from: str | None = None  # the benchmark study the resolution front's images/s come from
     throughput_note: str = ""  # why the front has no throughput, when it has none
-    importance: list[dict] = field(default_factory=list)  # fANOVA rows (analysis.importance)
+    importance: list[dict] = field(default_factory=list)  # fANOVA rows (analysis.statistics.importance)
     importance_path: Path | None = None
     runs_path: Path | None = None
     predictions_path: Path | None = None  # predictions.parquet; None when no run logged predictions

@@ -1,4 +1,4 @@
-"""One figure per varying axis (analysis.axes): test error against the axis, one line per mixer ×
+"""One figure per varying axis (analysis.statistics.axes): test error against the axis, one line per mixer ×
 regime × fixed setting, its fitted trend where one was fitted; for an axis with a cost (solver
 tolerance) a second panel below, sharing x, with the NFE each level cost, so the accuracy–cost trade
 reads off one column.
@@ -18,8 +18,7 @@ from matplotlib.figure import Figure
 
 from vitscale.analysis.figures.canvas import log_axis, save
 from vitscale.analysis.figures.style import LABELS, Style, bounded, legend
-from vitscale.analysis.statistics.axes import AxisCurve, AxisStudy
-from vitscale.analysis.statistics.axes_trends import LOG_UNITS, MIN_TREND_LEVELS
+from vitscale.analysis.statistics.axes import LOG_UNITS, MIN_TREND_LEVELS, AxisCurve, AxisStudy
 
 STROKES = ("-", "--", ":", "-.")
 NUDGE = 1.03  # x factor between neighbouring curves on a log axis, at most

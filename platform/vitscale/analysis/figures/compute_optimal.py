@@ -1,4 +1,4 @@
-"""The three compute-optimal figures (analysis.compute_optimal): test error against training FLOPs
+"""The three compute-optimal figures (analysis.statistics.compute_optimal): test error against training FLOPs
 with the envelopes and fitted frontiers, the isoFLOP curves, and N*(C).
 
 Colour per mixer and marker per regime as in every figure. Anything beyond the measured N, D or C

@@ -1,4 +1,4 @@
-"""The two figures of accuracy at resolution (analysis.resolution): test top-1 against the
+"""The two figures of accuracy at resolution (analysis.statistics.resolution): test top-1 against the
 evaluation side per arm, and the accuracy–throughput front over resolutions.
 
 Colour per mixer and marker per regime as in every figure; line style per training resolutions

@@ -16,8 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from vitscale.analysis.load.fields import with_fields
-from vitscale.analysis.load.runs import load_study_runs
-from vitscale.analysis.load.snapshot import read_snapshot, write_snapshot
+from vitscale.analysis.load.runs import load_study_runs, read_snapshot, write_snapshot
 from vitscale.errors import UserError
 from vitscale.kinds import study_kind
 

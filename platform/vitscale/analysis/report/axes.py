@@ -1,4 +1,4 @@
-"""The other-axes section of report.md and its CSV (analysis.axes): test error per level of the
+"""The other-axes section of report.md and its CSV (analysis.statistics.axes): test error per level of the
 number of Gaussians, the solver tolerance (with NFE), the training resolution and the evaluation
 side, per mixer × regime × fixed setting, with the trend or why there is none."""
 
@@ -11,8 +11,7 @@ import pyarrow.csv as pacsv
 
 from vitscale.analysis.figures.axes import FOOTNOTE, figure_name, trend_text
 from vitscale.analysis.report.markdown import num, outcomes, pm, table
-from vitscale.analysis.statistics.axes import AxisCurve, AxisLevel, AxisStudy
-from vitscale.analysis.statistics.axes_trends import MIN_TREND_LEVELS
+from vitscale.analysis.statistics.axes import MIN_TREND_LEVELS, AxisCurve, AxisLevel, AxisStudy
 
 CSV = "axes.csv"
 POLICY_WORDS = {

@@ -1,4 +1,4 @@
-"""The compute-optimal section of report.md and compute_optimal.json (analysis.compute_optimal)."""
+"""The compute-optimal section of report.md and compute_optimal.json (analysis.statistics.compute_optimal)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from vitscale.analysis.statistics.compute_optimal import EXTEND, ComputeOptimal
 from vitscale.analysis.statistics.compute_points import BACKWARD_FACTOR
 from vitscale.analysis.statistics.data_law import MIN_LEVELS, MIN_SIZES
 from vitscale.analysis.statistics.fits import HUBER_DELTA, clean_json
-from vitscale.analysis.statistics.frontier_gap import REPORT_EVERY
+from vitscale.analysis.statistics.frontier import REPORT_EVERY
 from vitscale.analysis.statistics.isoflop import MIN_INTERIOR, N_BUDGETS
 
 JSON_FILE = "compute_optimal.json"

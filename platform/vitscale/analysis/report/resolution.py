@@ -1,4 +1,4 @@
-"""The accuracy-at-resolution section of report.md and its CSV (analysis.resolution)."""
+"""The accuracy-at-resolution section of report.md and its CSV (analysis.statistics.resolution)."""
 
 from __future__ import annotations
 

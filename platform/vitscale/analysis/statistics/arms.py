@@ -6,7 +6,7 @@ parent run's `vitscale.reference` on those keys and equals the arm on the others
 studies: an arm is mixer × regime × width, its configuration the one with the best validation mean
 (never test), and the reference the attention arm of the same regime and width.
 Every arm carries its outcome counts; `policy` says how runs without a final number count. Their
-comparisons (Δ and verdicts on test): analysis.verdicts.
+comparisons (Δ and verdicts on test): analysis.statistics.verdicts.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class Arm:
     stats: dict[str, tuple[float, float, int]] = field(default_factory=dict)  # metric -> mean, ci95, n
     per_seed: dict[str, dict] = field(default_factory=dict)  # metric -> {seed: scored value}
     config: dict = field(default_factory=dict)  # the arm's (tuned or chosen) configuration
-    tuning: dict | None = None  # comparison studies: budget and edge flags (analysis.tuning)
+    tuning: dict | None = None  # comparison studies: budget and edge flags (analysis.statistics.tuning)
 
     @property
     def lost(self) -> int:

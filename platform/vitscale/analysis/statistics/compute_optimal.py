@@ -1,6 +1,6 @@
 """Compute-optimal scaling per mixer x regime on test error (1 − test_top1) of finished runs: the
 parametric law E + A/N^α + B/D^β (data_law), isoFLOP minima and N*(C) ∝ C^a (isoflop), the
-frontier error*(C) (frontier), and the gap between mixers at matched compute (frontier_gap).
+frontier error*(C) (frontier), and the gap between mixers at matched compute (frontier: frontier_gap).
 
 Runs are those `used` (finished their schedule); comparison studies: the final phase only (the
 tuned recipes over seeds, as in fits.py). N = params, D and C as compute_points says (its
@@ -20,15 +20,18 @@ from vitscale.analysis.load.outcomes import outcome_counts
 from vitscale.analysis.statistics.compute_points import ComputePoints, compute_points
 from vitscale.analysis.statistics.data_law import DataLawFit, fit_data_law
 from vitscale.analysis.statistics.frontier import (
+    N_GRID,
     CostModel,
+    FrontierGap,
+    common_range,
     cost_model,
     envelope_at,
     envelope_steps,
     extrapolated,
+    frontier_gap,
     law_frontier,
     optimal_exponent,
 )
-from vitscale.analysis.statistics.frontier_gap import N_GRID, FrontierGap, common_range, frontier_gap
 from vitscale.analysis.statistics.isoflop import IsoFlops, isoflops
 from vitscale.models.registry import BASELINE, mixer_order, regime_order
 

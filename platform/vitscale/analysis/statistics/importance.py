@@ -200,7 +200,7 @@ def parallel_figure(
     runs: pa.Table, keys: list[str], members: dict[int, str], out_dir: Path, metric: str
 ) -> list[Path]:
     """One line per finished run of `members` (row -> arm) across the searched parameters, coloured
-    by the objective (`analysis.parallel`: labelled axes, a colour bar). With several arms the arm
+    by the objective (`analysis.figures.parallel`: labelled axes, a colour bar). With several arms the arm
     is the first axis, so a difference between arms shows as the arm's."""
     found = _rows(runs, keys, metric, list(members))
     if not found or not keys:

@@ -4,7 +4,7 @@ A trial with `train.eval_resolutions` (or a run `vitscale evaluate` reached) car
 each evaluated side R (`test_top1_at<R>`, patch size fixed: more tokens) and its per-image
 predictions there (`test@R`). Per arm and R this gives the test top-1 (mean ± 95 % t over seeds,
 validation beside it) and, against the arm's reference, the paired Δ at R judged exactly as the
-headline verdicts are (analysis.contest: seeds × test images bootstrap and seed-paired t, both
+headline verdicts are (analysis.statistics.contest: seeds × test images bootstrap and seed-paired t, both
 must pass; Holm over every (arm, R) comparison of this table, a family of its own).
 
 The front: each (arm, R) at its test top-1 and the inference images/s its model configuration
@@ -29,8 +29,8 @@ from vitscale.analysis.load.throughput import MODEL_SHAPE, throughput_key
 from vitscale.analysis.statistics.aggregate import mean_ci
 from vitscale.analysis.statistics.arms import Arm, reference_of
 from vitscale.analysis.statistics.contest import N_RESAMPLES, Judgement, Pair, judge
+from vitscale.analysis.statistics.fronts import pareto_indices
 from vitscale.analysis.statistics.paired import by_seed
-from vitscale.analysis.statistics.pareto import pareto_indices
 from vitscale.analysis.statistics.verdicts import images_by_seed, lost_runs_rule, paired_images
 from vitscale.train.metrics import at_resolution
 

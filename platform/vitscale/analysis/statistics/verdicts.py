@@ -1,5 +1,5 @@
 """A report's comparisons: each non-reference arm against its reference arm, judged on test
-(analysis.contest) with validation's seed-paired Δ beside it as information only.
+(analysis.statistics.contest) with validation's seed-paired Δ beside it as information only.
 
 Runs pair by `train.seed`; where every paired run logged per-image predictions the two arms pair
 image by image too (the images both arms' runs were scored on). Under `--incomplete drop` an arm
