@@ -1,10 +1,10 @@
 """`pareto_mask`: the non-dominated rows of a finite array, each column maximised or minimised.
 
 Plain numpy, no vitscale imports: the bottom layer, so tracking (the checkpoints of the best
-configurations), tune (the study summary) and analysis (`analysis.pareto`'s tables) share one
-definition. Point p dominates q when p is at least as good on every column and strictly better
-on one; identical points never dominate each other. Two columns run in O(n log n) (sort and
-sweep); more use blocked pairwise tests.
+configurations), tune (the study summary) and analysis (the tables of
+`analysis.statistics.fronts`) share one definition. Point p dominates q when p is at least as good
+on every column and strictly better on one; identical points never dominate each other. Two
+columns run in O(n log n) (sort and sweep); more use blocked pairwise tests.
 """
 
 from __future__ import annotations

@@ -17,12 +17,11 @@ from analysis_stores import (
 )
 from scipy import stats
 
-from vitscale.analysis.outcomes import outcome_counts
-from vitscale.analysis.paired import by_seed, paired_delta
+from vitscale.analysis.load.outcomes import outcome_counts
+from vitscale.analysis.load.runs import StudyRuns, runs_to_table, write_snapshot
 from vitscale.analysis.pipeline import analyze
-from vitscale.analysis.runs import StudyRuns, runs_to_table
-from vitscale.analysis.snapshot import write_snapshot
-from vitscale.analysis.tuning import edge
+from vitscale.analysis.statistics.paired import by_seed, paired_delta
+from vitscale.analysis.statistics.tuning import edge
 from vitscale.errors import UserError
 from vitscale.tracking import layout
 
@@ -257,7 +256,7 @@ def test_cli_prints_each_delta_with_its_policy(tmp_path, capsys):
 
 
 def test_no_verdict_or_interval_from_two_seeds_or_from_identical_differences():
-    from vitscale.analysis.contest import Pair, judge
+    from vitscale.analysis.statistics.contest import Pair, judge
 
     two = judge([Pair({0: 0.85, 1: 0.86}, {0: 0.80, 1: 0.80})], margin=0.01)[0]
     assert two.verdict.startswith("undecided (n=2 seeds") and math.isnan(two.t.ci95) and not two.claim

@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 from analysis_stores import fake_run
 
+from vitscale.analysis.load.runs import StudyRuns, runs_to_table, write_snapshot
 from vitscale.analysis.pipeline import analyze
-from vitscale.analysis.runs import StudyRuns, runs_to_table
-from vitscale.analysis.snapshot import write_snapshot
 from vitscale.tracking import layout
 
 STUDY = "bench-claims"

@@ -13,13 +13,13 @@ import pytest
 from analysis_stores import fake_run
 from scipy import stats
 
-from vitscale.analysis.aggregate import mean_ci
-from vitscale.analysis.crossover import crossover_point
-from vitscale.analysis.exponents import loglog_slope
-from vitscale.analysis.fields import with_fields
-from vitscale.analysis.fits import fit_power_law, image_matrix, scaling_fits
-from vitscale.analysis.outcomes import with_outcomes
-from vitscale.analysis.runs import runs_to_table
+from vitscale.analysis.load.fields import with_fields
+from vitscale.analysis.load.outcomes import with_outcomes
+from vitscale.analysis.load.runs import runs_to_table
+from vitscale.analysis.statistics.aggregate import mean_ci
+from vitscale.analysis.statistics.crossover import crossover_point
+from vitscale.analysis.statistics.exponents import loglog_slope
+from vitscale.analysis.statistics.fits import fit_power_law, image_matrix, scaling_fits
 
 
 @pytest.mark.parametrize("a,b,c", [(8.0, 0.30, 0.05), (40.0, 0.45, 0.12), (2.0, 0.2, 0.0)])

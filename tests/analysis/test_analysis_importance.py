@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 from analysis_stores import COMPARISON_STUDY, _log_run, write_comparison_study
 
 from vitscale.analysis import analyze
-from vitscale.analysis.importance import fanova, importances
+from vitscale.analysis.statistics.importance import fanova, importances
 from vitscale.tracking import layout
 
 STUDY = "tiny_tpe"

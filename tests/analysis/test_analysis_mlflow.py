@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from analysis_stores import BENCH_STUDY, COMPARISON_REFERENCE, COMPARISON_STUDY, TRAIN_STUDY, bench_truth
 
-from vitscale.analysis import runs as runs_mod
+from vitscale.analysis.load import runs as runs_mod
 from vitscale.analysis.pipeline import analyze
 
 
@@ -254,7 +254,7 @@ def test_comparison_verdicts_read_test_with_the_image_bootstrap(comparison):
 
 
 def test_predictions_download_quietly_and_older_runs_have_none(comparison, stores, capfd):
-    from vitscale.analysis.predictions import fetch_predictions
+    from vitscale.analysis.load.predictions import fetch_predictions
 
     res = comparison[0]
     phase, regime = res.runs.column("phase").to_pylist(), res.runs.column("model.regime").to_pylist()

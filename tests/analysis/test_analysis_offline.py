@@ -8,9 +8,15 @@ import pyarrow as pa
 import pytest
 from analysis_stores import fake_run
 
+from vitscale.analysis.load.runs import (
+    StudyRuns,
+    dedupe_by_trial,
+    parse_param_column,
+    read_snapshot,
+    runs_to_table,
+    write_snapshot,
+)
 from vitscale.analysis.pipeline import analyze
-from vitscale.analysis.runs import StudyRuns, dedupe_by_trial, parse_param_column, runs_to_table
-from vitscale.analysis.snapshot import read_snapshot, write_snapshot
 from vitscale.errors import UserError
 from vitscale.tracking import layout
 

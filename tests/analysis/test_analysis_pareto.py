@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from vitscale.analysis.pareto import ParetoNaNWarning, pareto_front, pareto_indices, pareto_mask
+from vitscale.analysis.statistics.fronts import ParetoNaNWarning, pareto_front, pareto_indices, pareto_mask
 
 
 def brute_force(values: np.ndarray, senses: list[str]) -> np.ndarray:

@@ -8,12 +8,11 @@ from pathlib import Path
 import pytest
 from analysis_stores import fake_run
 
-from vitscale.analysis import figures
-from vitscale.analysis.parallel import parallel_coordinates
+from vitscale.analysis.figures import scaling as figures
+from vitscale.analysis.figures.parallel import parallel_coordinates
+from vitscale.analysis.figures.style import CLIPPED_NOTE
+from vitscale.analysis.load.runs import StudyRuns, runs_to_table, write_snapshot
 from vitscale.analysis.pipeline import analyze
-from vitscale.analysis.runs import StudyRuns, runs_to_table
-from vitscale.analysis.snapshot import write_snapshot
-from vitscale.analysis.style import CLIPPED_NOTE
 from vitscale.tracking import layout
 
 
@@ -71,7 +70,7 @@ def _analyze(runs: list, tmp_path: Path):
 
 @pytest.fixture
 def drawn(monkeypatch) -> dict:
-    """name -> Figure of every figure `analysis.figures` saves (saved as usual)."""
+    """name -> Figure of every figure `analysis.figures.scaling` saves (saved as usual)."""
     figs, real_save = {}, figures.save
 
     def keep(fig, out_dir, name):

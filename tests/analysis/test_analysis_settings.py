@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from vitscale.analysis.fronts import splitting_settings
+from vitscale.analysis.statistics.fronts import splitting_settings
 
 
 def test_only_params_that_vary_inside_a_cell_split_configurations() -> None:

@@ -11,8 +11,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 
-from vitscale.analysis.canvas import axes  # noqa: E402
-from vitscale.analysis.style import bounded, legend  # noqa: E402
+from vitscale.analysis.figures.canvas import axes  # noqa: E402
+from vitscale.analysis.figures.style import bounded, legend  # noqa: E402
 
 
 def test_error_bars_stop_at_the_quantitys_range() -> None:

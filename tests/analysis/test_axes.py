@@ -1,4 +1,4 @@
-"""The other axes as scaling curves (analysis.axes): per level the mean test error ± t over seeds,
+"""The other axes as scaling curves (analysis.statistics.axes): per level the mean test error ± t over seeds,
 a trend only through >= 6 levels, NFE beside the solver tolerance, nothing for an axis that does
 not vary, no pooling across another param, and the figure, section and CSV of each varying axis."""
 
@@ -12,12 +12,11 @@ import pyarrow.csv as pacsv
 import pytest
 from scipy import stats
 
-from vitscale.analysis.axes import axis_studies, axis_study
-from vitscale.analysis.axes_figures import axis_figure
-from vitscale.analysis.axes_levels import AXES
-from vitscale.analysis.fields import with_fields
-from vitscale.analysis.outcomes import with_outcomes
-from vitscale.analysis.report_axes import axes_section, write_axes_csv
+from vitscale.analysis.figures.axes import axis_figure
+from vitscale.analysis.load.fields import with_fields
+from vitscale.analysis.load.outcomes import with_outcomes
+from vitscale.analysis.report.axes import axes_section, write_axes_csv
+from vitscale.analysis.statistics.axes import AXES, axis_studies, axis_study
 
 SEEDS = (0, 1, 2)
 A, B, C = 0.5, 0.6, 0.05  # error(K) = A·K^-B + C

@@ -14,13 +14,13 @@ import pytest
 from compute_store import COMPUTE_STUDY, LAWS, write_compute_study
 from scipy.optimize import brentq
 
-from vitscale.analysis.compute_optimal import compute_optimal
-from vitscale.analysis.compute_points import ComputePoints, compute_points
-from vitscale.analysis.data_law import NAMES, fit_data_law, law
-from vitscale.analysis.frontier import CostModel, law_frontier
-from vitscale.analysis.isoflop import isoflops
 from vitscale.analysis.pipeline import analyze
-from vitscale.analysis.report_compute import compute_section
+from vitscale.analysis.report.compute_optimal import compute_section
+from vitscale.analysis.statistics.compute_optimal import compute_optimal
+from vitscale.analysis.statistics.compute_points import ComputePoints, compute_points
+from vitscale.analysis.statistics.data_law import NAMES, fit_data_law, law
+from vitscale.analysis.statistics.frontier import CostModel, law_frontier
+from vitscale.analysis.statistics.isoflop import isoflops
 
 TRUTH = (0.05, 12.6, 6.3, 0.35, 0.3)  # E, A, B, α, β: both terms ~0.1 at N = D = 1e6
 SIZES, LEVELS = np.geomspace(1e5, 1e7, 6), np.geomspace(1e5, 1e7, 3)

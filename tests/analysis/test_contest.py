@@ -1,4 +1,4 @@
-"""Verdicts on test (analysis.contest), checked on simulated studies with a planted truth, through
+"""Verdicts on test (analysis.statistics.contest), checked on simulated studies with a planted truth, through
 `judge`, the function the report's comparisons use; and its parts (bootstrap, McNemar, Holm, t)
 against hand computations and scipy."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from vitscale.analysis.contest import (
+from vitscale.analysis.statistics.contest import (
     Pair,
     bootstrap_p,
     hierarchical_bootstrap,
@@ -20,7 +20,7 @@ from vitscale.analysis.contest import (
     mcnemar_p,
     t_p,
 )
-from vitscale.analysis.paired import paired_delta
+from vitscale.analysis.statistics.paired import paired_delta
 
 BASE = 0.85  # the reference arm's expected top-1
 SEED_SD = 0.003  # 0.3 points of seed-to-seed noise per arm and seed

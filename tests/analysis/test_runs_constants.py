@@ -7,8 +7,8 @@ import math
 
 from analysis_stores import fake_run
 
-from vitscale.analysis.aggregate import group_keys
-from vitscale.analysis.runs import runs_to_table
+from vitscale.analysis.load.runs import runs_to_table
+from vitscale.analysis.statistics.aggregate import group_keys
 
 
 def test_constants_read_from_params_or_metrics_into_one_metric_column():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from vitscale.analysis.fields import FIELDS
+from vitscale.analysis.load.fields import FIELDS
 from vitscale.bench import trial
 from vitscale.models import MIXERS
 from vitscale.study import grid_points, load_study

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from vitscale.analysis.report import SECTIONS
+from vitscale.analysis.report.sections import SECTIONS
 from vitscale.analysis.steps import STEPS
 from vitscale.errors import UserError
 from vitscale.kinds import STUDY_KINDS, register_kind, study_kind

@@ -19,14 +19,13 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from vitscale.analysis.contest import N_RESAMPLES
-from vitscale.analysis.fields import with_fields
-from vitscale.analysis.fits import N_BOOT
-from vitscale.analysis.outcomes import POLICIES, with_outcomes
-from vitscale.analysis.report import write_report
+from vitscale.analysis.load.fields import with_fields
+from vitscale.analysis.load.outcomes import POLICIES, with_outcomes
+from vitscale.analysis.load.runs import StudyRuns, load_study_runs, read_snapshot, write_snapshot
+from vitscale.analysis.report.sections import write_report
 from vitscale.analysis.result import AnalysisResult
-from vitscale.analysis.runs import StudyRuns, load_study_runs
-from vitscale.analysis.snapshot import read_snapshot, write_snapshot
+from vitscale.analysis.statistics.contest import N_RESAMPLES
+from vitscale.analysis.statistics.fits import N_BOOT
 from vitscale.analysis.steps import STEPS, Analysis
 from vitscale.errors import UserError, make_folder
 from vitscale.kinds import study_kind

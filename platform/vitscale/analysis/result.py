@@ -8,15 +8,15 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from vitscale.analysis.arms import Arm
-from vitscale.analysis.axes import AxisStudy
-from vitscale.analysis.compute_optimal import ComputeOptimal
-from vitscale.analysis.crossover import Crossover
-from vitscale.analysis.fields import as_float
-from vitscale.analysis.fits import PowerLawFit
-from vitscale.analysis.fronts import Front
-from vitscale.analysis.resolution import ResolutionPoint
-from vitscale.analysis.verdicts import Comparison
+from vitscale.analysis.load.fields import as_float
+from vitscale.analysis.statistics.arms import Arm
+from vitscale.analysis.statistics.axes import AxisStudy
+from vitscale.analysis.statistics.compute_optimal import ComputeOptimal
+from vitscale.analysis.statistics.crossover import Crossover
+from vitscale.analysis.statistics.fits import PowerLawFit
+from vitscale.analysis.statistics.fronts import Front
+from vitscale.analysis.statistics.resolution import ResolutionPoint
+from vitscale.analysis.statistics.verdicts import Comparison
 from vitscale.kinds import StudyKind, study_kind
 from vitscale.models.registry import mixer_order, regime_order
 
@@ -52,7 +52,7 @@ class AnalysisResult:
     resolution_points: list[ResolutionPoint] = field(default_factory=list)  # accuracy at each eval side
     throughput_from: str | None = None  # the benchmark study the resolution front's images/s come from
     throughput_note: str = ""  # why the front has no throughput, when it has none
-    importance: list[dict] = field(default_factory=list)  # fANOVA rows (analysis.importance)
+    importance: list[dict] = field(default_factory=list)  # fANOVA rows (analysis.statistics.importance)
     importance_path: Path | None = None
     runs_path: Path | None = None
     predictions_path: Path | None = None  # predictions.parquet; None when no run logged predictions

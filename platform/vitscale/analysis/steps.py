@@ -17,16 +17,31 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from threadpoolctl import threadpool_limits
 
-from vitscale.analysis import figures as figs
-from vitscale.analysis.aggregate import aggregate_replicates
-from vitscale.analysis.arms import Arm, is_comparison, study_arms
-from vitscale.analysis.axes import axis_studies
-from vitscale.analysis.axes_figures import axis_figure
-from vitscale.analysis.compute_optimal import compute_optimal
-from vitscale.analysis.compute_optimal_figures import compute_figures
-from vitscale.analysis.crossover import crossovers, write_crossovers
-from vitscale.analysis.exponents import cost_exponents
-from vitscale.analysis.fits import (
+from vitscale.analysis.figures import scaling as figs
+from vitscale.analysis.figures.axes import axis_figure
+from vitscale.analysis.figures.compute_optimal import compute_figures
+from vitscale.analysis.figures.resolution import accuracy_throughput_figure, accuracy_vs_resolution_figure
+from vitscale.analysis.load.predictions import (
+    PREDICTIONS_FILE,
+    empty,
+    fetch_predictions,
+    read_predictions_table,
+    write_predictions_table,
+)
+from vitscale.analysis.load.runs import StudyRuns
+from vitscale.analysis.load.throughput import throughput_for
+from vitscale.analysis.report.arms import write_arms
+from vitscale.analysis.report.axes import write_axes_csv
+from vitscale.analysis.report.compute_optimal import write_compute_json
+from vitscale.analysis.report.resolution import write_resolution_csv
+from vitscale.analysis.result import AnalysisResult
+from vitscale.analysis.statistics.aggregate import aggregate_replicates
+from vitscale.analysis.statistics.arms import Arm, is_comparison, study_arms
+from vitscale.analysis.statistics.axes import axis_studies
+from vitscale.analysis.statistics.compute_optimal import compute_optimal
+from vitscale.analysis.statistics.crossover import crossovers, write_crossovers
+from vitscale.analysis.statistics.exponents import cost_exponents
+from vitscale.analysis.statistics.fits import (
     HUBER_DELTA,
     MIN_DISTINCT_P,
     clean_json,
@@ -34,7 +49,7 @@ from vitscale.analysis.fits import (
     fit_to_dict,
     scaling_fits,
 )
-from vitscale.analysis.fronts import (
+from vitscale.analysis.statistics.fronts import (
     bench_fronts,
     setting_columns,
     splitting_settings,
@@ -42,25 +57,10 @@ from vitscale.analysis.fronts import (
     with_setting,
     write_front,
 )
-from vitscale.analysis.importance import analyse_importance
-from vitscale.analysis.predictions import (
-    PREDICTIONS_FILE,
-    empty,
-    fetch_predictions,
-    read_predictions_table,
-    write_predictions_table,
-)
-from vitscale.analysis.report_arms import write_arms
-from vitscale.analysis.report_axes import write_axes_csv
-from vitscale.analysis.report_compute import write_compute_json
-from vitscale.analysis.report_resolution import write_resolution_csv
-from vitscale.analysis.resolution import eval_resolutions, resolution_points
-from vitscale.analysis.resolution_figures import accuracy_throughput_figure, accuracy_vs_resolution_figure
-from vitscale.analysis.result import AnalysisResult
-from vitscale.analysis.runs import StudyRuns
-from vitscale.analysis.throughput import throughput_for
-from vitscale.analysis.tuning import add_tuning
-from vitscale.analysis.verdicts import compare_arms
+from vitscale.analysis.statistics.importance import analyse_importance
+from vitscale.analysis.statistics.resolution import eval_resolutions, resolution_points
+from vitscale.analysis.statistics.tuning import add_tuning
+from vitscale.analysis.statistics.verdicts import compare_arms
 
 
 @dataclass

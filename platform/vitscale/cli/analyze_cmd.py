@@ -162,7 +162,7 @@ def analyze_command(
     ),
 ) -> None:
     """Turn a study's runs into Pareto fronts, scaling-law fits, figures and report.md."""
-    from vitscale.analysis import pipeline, report_resolution  # lazy: matplotlib, scipy, pyarrow
+    from vitscale.analysis import front_lines, pipeline  # lazy: matplotlib, scipy, pyarrow
 
     name, spec_uri, experiment = resolve_study(study)
     console = Console()
@@ -195,7 +195,7 @@ def analyze_command(
     for c in result.comparisons:
         for line in comparison_lines(c):
             console.print(line, highlight=False)
-    front = report_resolution.front_lines(result)
+    front = front_lines(result)
     if front:
         console.print("Accuracy–throughput front over resolutions (test top-1, inference img/s):")
         for line in front:

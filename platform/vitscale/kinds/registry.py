@@ -4,7 +4,7 @@ A study kind is one object, registered by name like a mixer or a regime. It is p
 layer reads, so it sits below all of them (tracking, study, analysis, tune and the CLI each read it;
 none of them may import another): flags for what its trials do, its defaults, the names of the
 analysis steps and report sections it runs (each looked up in that layer's own table:
-`analysis.steps.STEPS`, `analysis.report.SECTIONS`) and the wording of its summaries. No module
+`analysis.steps.STEPS`, `analysis.report.sections.SECTIONS`) and the wording of its summaries. No module
 outside `vitscale.kinds` asks which kind a study is by its name; it asks the kind.
 """
 
@@ -32,7 +32,7 @@ class StudyKind:
     trial_section: str  # the spec section that sets its trials' seed and device ("trial.train")
     default_objective: tuple[str, str]  # (metric, mode) where `objectives` is unset
     analysis_steps: tuple[str, ...]  # `vitscale analyze`, in order: names in analysis.steps.STEPS
-    report_sections: tuple[str, ...]  # report.md after its header: names in analysis.report.SECTIONS
+    report_sections: tuple[str, ...]  # report.md after its header: names in analysis.report.sections.SECTIONS
     series_label: str  # the column that names a configuration's series in summaries ("mixer")
     # Outcome counts, `str.format` over AnalysisResult.counts(): report.md's header line, the
     # sentence under it (also given `incomplete` and `policy`), `vitscale analyze`'s count line

@@ -1,0 +1,1 @@
+"""report.md: markdown building blocks and one module per family of sections."""
