@@ -15,6 +15,10 @@ import pytest
 from vitscale.cli.local_server import answers_http
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -32,6 +36,8 @@ def serve_then_interrupt(args: list[str], cwd: Path, ready_prefix: str, url: str
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # Ctrl-C below reaches its whole group, as in a terminal
+        # as a terminal starts it: an xdist worker ignores SIGINT, and an ignored signal is inherited
+        preexec_fn=_default_sigint,
     )
     ready = ""
     try:
