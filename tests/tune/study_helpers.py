@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -55,10 +56,22 @@ def vitscale(*args: str, cwd: Path, timeout: float = 600, check: bool = True) ->
 
 
 def start_vitscale(*args: str, cwd: Path, log=subprocess.DEVNULL, **popen) -> subprocess.Popen:
-    """The real CLI started in the background (a driver a test will kill); output to `log`."""
+    """The real CLI started in the background (a driver a test will kill or Ctrl-C); output to
+    `log`. SIGINT at its default, as from a terminal: an xdist worker ignores it, and children
+    inherit an ignored signal."""
     return subprocess.Popen(
-        [sys.executable, "-m", "vitscale", *args], cwd=cwd, env=cli_env(), stdout=log, stderr=log, **popen
+        [sys.executable, "-m", "vitscale", *args],
+        cwd=cwd,
+        env=cli_env(),
+        stdout=log,
+        stderr=log,
+        preexec_fn=_default_sigint,
+        **popen,
     )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def child_runs(tracking_uri: str, study: str) -> list:
