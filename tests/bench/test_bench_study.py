@@ -39,6 +39,9 @@ def test_trial_description_has_every_param_the_analysis_reads():
     assert desc.run_name == "attention/math discrete 32 s3"
     other_seed = trial.describe_bench_trial({"point": point, "seed": 4}, spec)
     assert other_seed.config_key == desc.config_key  # replicates share the group
+    # the active mixer's and regime's settings only, as a training trial logs them
+    assert "model.attention.backend" in desc.params and desc.params["model.attention.backend"] == "math"
+    assert not [k for k in desc.params if k.startswith(("model.axial.", "model.ssog.", "model.ode."))]
 
 
 def test_trial_results_carry_metrics_or_the_failure():

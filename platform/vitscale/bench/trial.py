@@ -41,10 +41,15 @@ def trial_benchmark(spec, seed: int):
 
 
 def describe_bench_trial(config: dict[str, Any], spec) -> TrialDescription:
-    """Run name, `bench.*` params and replicate group of a trial, for its MLflow child run."""
+    """Run name, params and replicate group of a trial, for its MLflow child run. Like a training
+    trial's, the params hold the active mixer's and regime's settings only (an attention run logs
+    no `model.axial.*`); the replicate key hashes them all, as it always has."""
     point, seed = _point_and_seed(config, spec)
-    params = bench_params(trial_benchmark(spec, seed), point, seed)
-    return TrialDescription(run_name=run_name(point, seed), params=params, config_key=config_key(params))
+    bench = trial_benchmark(spec, seed)
+    params = bench_params(bench, point, seed)
+    unused = tuple(f"model.{name}." for name in bench.model_for(point).unused_sections())
+    logged = {k: v for k, v in params.items() if not k.startswith(unused)}
+    return TrialDescription(run_name=run_name(point, seed), params=logged, config_key=config_key(params))
 
 
 def measure_trial(config: dict[str, Any], spec) -> dict[str, Any]:
