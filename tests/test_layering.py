@@ -20,9 +20,9 @@ import pytest
 # Bottom to top. A module of layer i may import modules of layers < i only.
 LAYERS: tuple[tuple[frozenset[str], str], ...] = (
     (
-        frozenset({"vitscale", "errors", "validation", "pareto", "dotted", "lazy"}),
-        "the shared vocabulary: exceptions, pydantic helpers, Pareto masks, dotted keys, lazy exports; "
-        "no torch, nothing of vitscale",
+        frozenset({"vitscale", "errors", "validation", "pareto", "dotted", "lazy", "distribution_facts"}),
+        "the shared vocabulary: exceptions, pydantic helpers, Pareto masks, dotted keys, lazy exports, "
+        "the facts of the search-space distributions; no torch, nothing of vitscale",
     ),
     (
         frozenset({"models", "device", "kinds", "sqlite_files", "storage_errors"}),

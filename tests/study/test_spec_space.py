@@ -5,6 +5,7 @@ from __future__ import annotations
 import optuna
 import pytest
 
+from vitscale.distribution_facts import DISTRIBUTION_FACTS
 from vitscale.study import (
     Param,
     active_params,
@@ -15,6 +16,7 @@ from vitscale.study import (
     suggest_point,
     validate_study,
 )
+from vitscale.study.distributions import DISTRIBUTIONS, register_distribution
 from vitscale.study.yamlio import parse
 
 
@@ -170,3 +172,30 @@ def test_suggest_point_with_optuna_honours_conditions_and_decodes_coupled_values
         seen.add(point["model.mixer"])
         opt.tell(trial, 0.0)
     assert seen == {"attention", "ssog"}
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (
+            {"choice": [1, {"width": 32, "heads": 2}]},
+            optuna.distributions.CategoricalDistribution([1, '{"heads":2,"width":32}']),
+        ),
+        ({"grid": ["a", "b"]}, optuna.distributions.CategoricalDistribution(["a", "b"])),
+        ({"int": [2, 8], "step": 2}, optuna.distributions.IntDistribution(2, 8, step=2)),
+        ({"int": [1, 64], "log": True}, optuna.distributions.IntDistribution(1, 64, log=True)),
+        ({"uniform": [0, 2], "step": 0.5}, optuna.distributions.FloatDistribution(0, 2, step=0.5)),
+        ({"loguniform": [1e-4, 1e-2]}, optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)),
+    ],
+)
+def test_each_distribution_asks_optuna_for_its_own_distribution(given, expected):
+    trial = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0)).ask()
+    Param.model_validate(given).suggest(trial, "x")
+    assert trial.distributions["x"] == expected
+
+
+def test_the_registered_distributions_are_the_facts_the_analysis_reads():
+    assert list(DISTRIBUTIONS) == list(DISTRIBUTION_FACTS)
+    assert all(d.facts is DISTRIBUTION_FACTS[name] for name, d in DISTRIBUTIONS.items())
+    with pytest.raises(ValueError, match="'int' is registered twice"):
+        register_distribution(DISTRIBUTIONS["int"])

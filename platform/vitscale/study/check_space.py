@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from vitscale.models.registry import sections
-from vitscale.study.distributions import CONTINUOUS, Param
+from vitscale.study.distributions import Param
 from vitscale.study.errors import Problem
 from vitscale.study.paths import NOT_SEARCHABLE, check_value, flatten_section, lookup, suggest
 from vitscale.study.space import SpaceCycle, TooManyPoints, effective, expand, ordered_keys, providers
@@ -58,7 +58,7 @@ def _join(prefix: str, key: str) -> str:
 def set_paths(key: str, param: Param) -> set[str]:
     """Leaf paths a parameter can set: itself, or the fields named in its coupled values."""
     node = lookup(key)
-    if node is None or node.is_leaf or param.kind not in ("choice", "grid"):
+    if node is None or node.is_leaf or not param.distribution.listed:
         return {key}  # a range over a section is an error reported on its own; never enumerate it
     return {p for v in param.values() for p in flatten_section(key, v)}
 
@@ -92,18 +92,18 @@ def _check_param(key: str, param: Param, space: Mapping[str, Param], where: str)
         return [Problem(where, f"not a field of the trial config{hint}")]
     problems = []
     if node.is_leaf:
-        if node.kind == "categorical" and param.kind not in ("choice", "grid"):
+        if node.is_categorical and not param.distribution.listed:
             problems.append(Problem(where, f"{key} takes choice or grid values, not {param.kind}"))
-        elif node.kind == "int" and param.kind in CONTINUOUS:
+        elif node.is_integer and param.distribution.continuous:
             problems.append(
                 Problem(where, f"{key} is an integer: use int: [low, high] or choice, not {param.kind}")
             )
         else:
-            values = param.values() if param.kind in ("choice", "grid") else list(param.bounds())
+            values = param.values() if param.distribution.listed else list(param.bounds())
             why = next((w for v in values if (w := check_value(key, v))), None)
             if why:
                 problems.append(Problem(where, why))
-    elif param.kind not in ("choice", "grid") or not all(isinstance(v, dict) for v in param.values()):
+    elif not param.distribution.listed or not all(isinstance(v, dict) for v in param.values()):
         problems.append(
             Problem(
                 where,

@@ -14,7 +14,6 @@ from pydantic import ValidationError
 from vitscale.kinds import study_kind
 from vitscale.study.check_comparison import comparison_problems
 from vitscale.study.check_space import check_against_trial, check_structure
-from vitscale.study.distributions import CONTINUOUS
 from vitscale.study.errors import Problem
 from vitscale.study.resolve import grid_points, trial_data
 from vitscale.study.space import GRID_LIMIT, SpaceCycle, TooManyPoints, providers
@@ -92,7 +91,7 @@ def _search(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
                 "search.num_samples", "a grid runs every point; remove it (replicates: search.seeds)"
             )
         for key, param in spec.space.items():
-            if param.kind in CONTINUOUS:
+            if param.distribution.continuous:
                 yield Problem(
                     f"space.{key}",
                     f"{param.kind} is continuous; a grid study needs choice, grid or int values "
@@ -104,7 +103,7 @@ def _search(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
                 "space", f"{search.algorithm} needs parameters to search; add some or use algorithm: grid"
             )
         for key, param in spec.space.items():
-            if param.kind == "grid":
+            if param.distribution.grid_only:
                 yield Problem(
                     f"space.{key}", f"grid values are for grid studies; use choice with {search.algorithm}"
                 )
@@ -157,7 +156,7 @@ def _grid(spec: StudySpec) -> Iterable[Problem]:
     if (
         not study_kind(spec.kind).searches
         or spec.search.algorithm != "grid"
-        or any(p.kind in CONTINUOUS for p in spec.space.values())
+        or any(p.distribution.continuous for p in spec.space.values())
     ):
         return
     try:

@@ -40,14 +40,20 @@ class Node:
         return self.info is not None
 
     @property
-    def kind(self) -> str:
-        """'int', 'float' or 'categorical' (str, bool, literal, tuple...): which distributions fit."""
-        ann = unwrap_optional(self.info.annotation) if self.info else None
-        if ann is int:
-            return "int"
-        if ann is float:
-            return "float"
-        return "categorical"
+    def annotation(self) -> Any:
+        """The leaf's type, Optional unwrapped (None for a section)."""
+        return unwrap_optional(self.info.annotation) if self.info else None
+
+    @property
+    def is_integer(self) -> bool:
+        """An int field: int ranges and choices fit it, continuous distributions do not."""
+        return self.annotation is int
+
+    @property
+    def is_categorical(self) -> bool:
+        """Neither int nor float (str, bool, literal, tuple...): only listed values (choice, grid) fit."""
+        ann = self.annotation
+        return ann is not int and ann is not float
 
 
 def fields_of(model: type[BaseModel]) -> dict[str, FieldInfo]:

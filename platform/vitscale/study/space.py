@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from vitscale.study.distributions import Param, label
+from vitscale.study.distributions import Param
 from vitscale.study.paths import flatten_section, get_in
 
 GRID_LIMIT = 100_000  # grid points a study may expand to
@@ -136,18 +136,12 @@ def active(space: Mapping[str, Param], base: BaseModel, point: Mapping[str, Any]
 def optuna_sampler(trial: Any, prefix: str = "") -> Callable[[str, Param], Any]:
     """A `sample` callback that asks an Optuna trial (ask-and-tell or define-by-run).
 
-    choice/grid -> suggest_categorical (mappings and lists as their JSON labels), int ->
-    suggest_int, uniform/loguniform -> suggest_float. Optuna names are `prefix + key`.
+    Each parameter's distribution asks: choice/grid -> suggest_categorical (mappings and lists as
+    their JSON labels), int -> suggest_int, uniform/loguniform -> suggest_float. Optuna names are
+    `prefix + key`.
     """
 
     def suggest(key: str, param: Param) -> Any:
-        name = prefix + key
-        if param.kind in ("choice", "grid"):
-            return trial.suggest_categorical(name, [label(v) for v in param.values()])
-        if param.kind == "int":
-            low, high = param.int_range
-            return trial.suggest_int(name, low, high, step=int(param.step or 1), log=param.log)
-        low, high = param.bounds()
-        return trial.suggest_float(name, low, high, step=param.step, log=param.kind == "loguniform")
+        return param.suggest(trial, prefix + key)
 
     return suggest

@@ -165,11 +165,11 @@ def start_points(spec) -> list[dict]:
             where = f"search.start_points[{i}].{key}"
             if param is None:
                 raise UserError(f"{where}: not a key of space ({', '.join(spec.space) or 'empty'})")
-            if param.kind in ("choice", "grid"):
+            if param.distribution.listed:
                 if label(value) not in [label(v) for v in param.values()]:
                     raise UserError(f"{where}: {value!r} is not one of its values {param.values()}")
             else:
-                low, high = param.int_range if param.kind == "int" else param.bounds()
+                low, high = param.bounds()
                 if not isinstance(value, int | float) or not low <= value <= high:
                     raise UserError(f"{where}: {value!r} is outside [{low}, {high}]")
             params[key] = label(value)

@@ -40,7 +40,7 @@ def trend_text(curve: AxisCurve) -> str:
     t = curve.trend
     if t.status != "ok":
         return t.reason or t.status
-    if t.kind == "power_law":
+    if t.fit is not None:  # a power law carries its whole fit, as AxisTrend.predict reads it
         text = f"b = {t.estimate:.2f}"
         return text + (f" [{t.ci[0]:.2f}, {t.ci[1]:.2f}]" if t.ci else "")
     text = f"{100 * t.estimate:+.2f} pts/{LOG_UNITS[t.base]}"

@@ -25,6 +25,7 @@ import pyarrow as pa
 from vitscale.analysis.figures.canvas import axes, save
 from vitscale.analysis.figures.parallel import parallel_coordinates
 from vitscale.analysis.figures.style import SPARE_COLORS, legend
+from vitscale.distribution_facts import DISTRIBUTION_FACTS
 from vitscale.models.registry import mixer_order, regime_order
 from vitscale.tracking.layout import arm_display, arm_key
 
@@ -91,12 +92,13 @@ def _distribution(dist: dict, observed: list):
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
     numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in observed)
-    for kind, bounds in dist.items():
-        if kind in ("int", "uniform", "loguniform") and numeric and isinstance(bounds, list):
+    for key, bounds in dist.items():
+        facts = DISTRIBUTION_FACTS.get(key)  # None for `step`, `log`, `when`
+        if facts is not None and not facts.listed and numeric and isinstance(bounds, list):
             lo, hi = min(float(bounds[0]), *observed), max(float(bounds[1]), *observed)
-            if kind == "int":
+            if facts.integer:
                 return IntDistribution(int(lo), int(hi))
-            return FloatDistribution(lo, hi, log=kind == "loguniform" and lo > 0)
+            return FloatDistribution(lo, hi, log=facts.log_scale and lo > 0)
     return CategoricalDistribution(sorted(set(observed), key=str))
 
 

@@ -11,9 +11,8 @@ import pyarrow as pa
 
 from vitscale.analysis.load.outcomes import outcome_counts
 from vitscale.analysis.statistics.arms import Arm
+from vitscale.distribution_facts import DISTRIBUTION_FACTS
 
-LIST_KINDS = ("choice", "grid")
-RANGE_KINDS = ("int", "uniform", "loguniform")
 EDGE_FRACTION = 0.05  # within 5 % of the range (in log space for loguniform) counts as the edge
 
 
@@ -25,20 +24,20 @@ def edge(value, dist: dict) -> str | None:
     """
     if value is None or not isinstance(dist, dict):
         return None
-    kind = next((k for k in (*LIST_KINDS, *RANGE_KINDS) if k in dist), None)
+    kind = next((k for k in DISTRIBUTION_FACTS if k in dist), None)
     if kind is None or not isinstance(value, int | float) or isinstance(value, bool):
         return None
-    bounds = dist[kind]
-    if kind in LIST_KINDS:
+    bounds, facts = dist[kind], DISTRIBUTION_FACTS[kind]
+    if facts.listed:
         nums = [v for v in bounds if isinstance(v, int | float) and not isinstance(v, bool)]
         if len(nums) < 3 or len(nums) != len(bounds):
             return None
         lo, hi = min(nums), max(nums)
         return "low" if value == lo else "high" if value == hi else None
     lo, hi = float(bounds[0]), float(bounds[1])
-    if kind == "int":
+    if facts.integer:
         return "low" if value <= lo else "high" if value >= hi else None
-    if kind == "loguniform" and lo > 0 and value > 0:
+    if facts.log_scale and lo > 0 and value > 0:
         lo, hi, value = math.log(lo), math.log(hi), math.log(value)
     span = (hi - lo) * EDGE_FRACTION
     return "low" if value <= lo + span else "high" if value >= hi - span else None
