@@ -70,6 +70,15 @@ def start_vitscale(*args: str, cwd: Path, log=subprocess.DEVNULL, **popen) -> su
     )
 
 
+def wait_or_kill(driver: subprocess.Popen, timeout: float = 300) -> int:
+    """The driver's exit code; a driver still running after `timeout` is killed and the test fails."""
+    try:
+        return driver.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        driver.kill()
+        raise
+
+
 def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from study_helpers import child_runs, parent_runs, start_vitscale, vitscale, write_study
+from study_helpers import child_runs, parent_runs, start_vitscale, vitscale, wait_or_kill, write_study
 
 from vitscale import storage_errors
 from vitscale.tracking.queue import WriteQueue
@@ -100,11 +100,7 @@ def test_a_disk_filling_mid_study_stops_it_in_one_line_and_resume_finishes_it(tm
             assert driver.poll() is None and time.time() < deadline, (tmp_path / "driver.log").read_text()
             time.sleep(0.05)
         filler = fill(small_disk)
-        try:
-            code = driver.wait(timeout=300)
-        except subprocess.TimeoutExpired:
-            driver.kill()
-            raise
+        code = wait_or_kill(driver)
     output = (tmp_path / "driver.log").read_text()
     assert code == 2, output
     assert "Traceback" not in output, output

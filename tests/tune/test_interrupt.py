@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 
 import pytest
-from study_helpers import child_runs, parent_runs, start_vitscale, vitscale, write_study
+from study_helpers import child_runs, parent_runs, start_vitscale, vitscale, wait_or_kill, write_study
 
 EPOCHS = 12  # long enough that trials are still to run when the signal comes
 
@@ -72,11 +71,7 @@ def _stopped_by(tmp_path, send) -> tuple[int, str, str, object]:
     with open(tmp_path / "driver.log", "w") as log:
         driver, uri = _run_until_a_trial_finished(tmp_path, results, log)
         send(driver)
-        try:
-            code = driver.wait(timeout=300)
-        except subprocess.TimeoutExpired:
-            driver.kill()
-            raise
+        code = wait_or_kill(driver)
     output = (tmp_path / "driver.log").read_text()
     assert "Traceback" not in output and "Tuner.restore" not in output, output[-3000:]
     return code, output, uri, results
