@@ -15,6 +15,10 @@ def test_run_names_start_with_what_differs_and_end_with_the_seed():
         == "lr=0.003 · qk_norm=True · s2"
     )
     assert layout.run_name({"data.train_resolutions": [28, 44]}) == "train_resolutions=28+44"
+    # A flag read back from MLflow (params are strings) keeps its key: a bare 'False' says nothing.
+    assert layout.run_name({"model.mixer": "attention", "model.attention.qk_norm": "False"}) == (
+        "attention · qk_norm=False"
+    )
     assert layout.run_name({"model.mixer": "ssog"}, 0, phase="tune", sample=7) == "tune · ssog · #7 · s0"
     assert layout.run_name({}) == "base"
 

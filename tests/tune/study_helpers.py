@@ -35,19 +35,30 @@ def cli_env() -> dict[str, str]:
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("RAY_DEDUP_LOGS", "1")
     env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONFAULTHANDLER"] = "1"  # a hung CLI's threads, on the SIGABRT `vitscale` sends it
     return env
 
 
-def vitscale(*args: str, cwd: Path, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
-    """Run the real CLI (`python -m vitscale`) in a subprocess, as a user would."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "vitscale", *args],
-        cwd=cwd,
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def vitscale(*args: str, cwd: Path, timeout: float = 420, check: bool = True) -> subprocess.CompletedProcess:
+    """Run the real CLI (`python -m vitscale`) in a subprocess, as a user would.
+
+    One still running after `timeout` gets SIGABRT, so that Python's fault handler
+    (PYTHONFAULTHANDLER, see cli_env) prints where every thread of it was, and the test fails with
+    that and its output; pytest-timeout (600 s) would show neither."""
+    command = [sys.executable, "-m", "vitscale", *args]
+    with subprocess.Popen(
+        command, cwd=cwd, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)
+            stdout, stderr = process.communicate()
+            raise AssertionError(
+                f"vitscale {' '.join(args)} still running after {timeout:.0f} s; its threads then:\n"
+                f"{stdout[-4000:]}\n{stderr[-12000:]}"
+            ) from None
+    proc = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
     if check and proc.returncode != 0:
         raise AssertionError(
             f"vitscale {' '.join(args)} -> {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"

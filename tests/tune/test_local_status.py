@@ -37,7 +37,7 @@ def record_study(work: Path, spec, trials: list[dict], planned: int, parent_stat
             layout.CONFIG_KEY: t["params"]["model.mixer"],
             **t.get("tags", {}),
         }
-        start = NOW_MS - 500_000 + i * 1000
+        start = NOW_MS - 500_000 + i * 60_000  # one after another, 60 s each
         run = client.create_run(experiment_id, tags=child_tags, start_time=start).info.run_id
         for key, value in t["params"].items():
             client.log_param(run, key, value)
@@ -95,7 +95,7 @@ def test_status_lists_local_studies_with_counts_best_seed_mean_and_eta(tmp_path,
         r"\[local-tiny\] 3/6 done · 1 running · 1 failed · best val_top1 0\.720 \(n=2\) attention · "
         r"updated \S+ ago · ETA 2m00s · running \(execution 20260101-120000\)$",
         line,
-    ), line  # ETA: 60 s per ended trial x 2 left / 1 running
+    ), line  # ETA: 240 s for the 4 ended trials, 60 s each, x 2 left
     assert comparison_line.startswith("[cmp-local] tune arm 2/2 ssog  1/8 done · 1 running · 0 failed"), (
         comparison_line
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pickle
 import re
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -58,11 +59,10 @@ def test_best_is_the_seed_mean_not_one_lucky_seed_and_failures_and_early_stops_a
         trial("RUNNING", ATT, 3),
         trial("PENDING", ATT, 4),
     ]
-    snapshot, durations = snapshot_of_trials(trials, "s", "", 12, OBJECTIVE)
+    snapshot = snapshot_of_trials(trials, "s", "", 12, OBJECTIVE)
     assert (snapshot.done, snapshot.running, snapshot.failed) == (6, 1, 2)
     assert snapshot.best.label == "ssog · discrete · w64" and snapshot.best.n == 2
     assert snapshot.best.means["val_top1"] == pytest.approx(0.805)
-    assert len(durations) == 8  # every ended trial, failures included
     line = snapshot.line()
     assert "6/12 done · 1 running · 2 failed · best val_top1 0.805 (n=2) ssog · discrete · w64" in line
 
@@ -70,30 +70,35 @@ def test_best_is_the_seed_mean_not_one_lucky_seed_and_failures_and_early_stops_a
 def test_a_final_phase_names_its_best_by_arm():
     point = {**SSOG, "train.lr": 0.003}
     trials = [trial("TERMINATED", point, s, val=0.8) for s in (100, 101)]
-    snapshot, _ = snapshot_of_trials(trials, "s", "final", 4, OBJECTIVE, ["model.mixer", "model.regime"])
+    snapshot = snapshot_of_trials(trials, "s", "final", 4, OBJECTIVE, ["model.mixer", "model.regime"])
     assert snapshot.best.label == "ssog · discrete" and snapshot.best.n == 2
 
 
 def test_a_benchmark_line_names_no_best_across_resolutions():
     points = [{"mixer": "ssog", "regime": "discrete", "resolution": r} for r in (32, 64)]
     trials = [trial("TERMINATED", p, 0, epoch=1, planned=1) for p in points]
-    snapshot, _ = snapshot_of_trials(trials, "bench", "", 14, None)
+    snapshot = snapshot_of_trials(trials, "bench", "", 14, None)
     assert snapshot.best is None and "best" not in snapshot.line()
     assert snapshot.line() == "[bench] 2/14 done · 0 running · 0 failed · ETA –"
 
 
-def test_eta_is_mean_ended_duration_times_trials_left_over_concurrency():
-    assert eta_s([], 10, 2) is None
-    assert eta_s([30.0, 90.0], 10, 2) == pytest.approx(300.0)
-    assert eta_s([60.0], 0, 1) == 0.0
+def test_eta_is_wall_time_per_ended_trial_times_trials_left():
+    assert eta_s(0, 10, 50.0) is None
+    assert eta_s(4, 10, 120.0) == pytest.approx(300.0)
+    assert eta_s(1, 0, 60.0) == 0.0
 
 
 def test_one_line_per_change_of_state_and_a_heartbeat_otherwise(capsys):
-    callback = ProgressCallback("tiny", 4, OBJECTIVE, phase="tune arm 1/2 attention", heartbeat_s=3600)
+    now = [100.0]
+    callback = ProgressCallback(
+        "tiny", 4, OBJECTIVE, phase="tune arm 1/2 attention", heartbeat_s=3600, clock=lambda: now[0]
+    )
     callback.setup()
     running = [trial("RUNNING", ATT, 0), trial("RUNNING", ATT, 1)]
+    callback.on_trial_start(0, running, running[0])
     callback.on_step_end(1, running)  # where the experiment starts from
     callback.on_step_end(2, running)  # nothing changed, heartbeat far off: silent
+    now[0] = 140.0
     callback.on_trial_complete(3, running, running[0])
     ended = [trial("TERMINATED", ATT, 0, val=0.5, seconds=40.0), running[1]]
     callback.on_step_end(3, ended)
@@ -103,7 +108,7 @@ def test_one_line_per_change_of_state_and_a_heartbeat_otherwise(capsys):
     assert lines[0].startswith("[tiny] tune arm 1/2 attention  0/4 done · 2 running · 0 failed")
     assert lines[0].endswith("ETA –")
     assert "1/4 done · 1 running · 0 failed · best val_top1 0.500 (n=1) attention · looped" in lines[1]
-    assert lines[1].endswith("ETA 1m00s")  # 40 s x 3 left / 2 at once
+    assert lines[1].endswith("ETA 2m00s")  # 40 s of wall time per ended trial x 3 left
 
     callback.heartbeat_s = 0  # due: a line without a change
     callback.on_step_end(4, ended)
@@ -113,9 +118,11 @@ def test_one_line_per_change_of_state_and_a_heartbeat_otherwise(capsys):
 def test_a_pickled_callback_resumes_with_a_fresh_clock_and_prints_at_once():
     callback = ProgressCallback("tiny", 4, OBJECTIVE, since=1.0)
     callback.setup()
+    callback.on_trial_start(0, [trial("RUNNING", ATT, 0)], None)
     callback._changed = False
     restored = pickle.loads(pickle.dumps(callback))
     assert restored.since is None and restored._changed and restored.planned == 4
+    assert restored._first_start is None and restored.clock is time.monotonic  # this driver's own clock
 
 
 @pytest.mark.slow

@@ -167,15 +167,19 @@ def run_name(
     return NAME_SEP.join(parts) or "base"
 
 
+BOOLEAN_WORDS = ("True", "False")
+
+
 def name_part(key: str, value: Any) -> str:
-    """One value in a run name: 'w64' (NAME_SHORT), 'ssog' (a string), 'lr=0.003' (anything else)."""
+    """One value in a run name: 'w64' (NAME_SHORT), 'ssog' (a string), 'lr=0.003' and
+    'qk_norm=False' (anything else, flags read back from MLflow's string params included)."""
     if isinstance(value, list | tuple):
         text = "+".join(map(str, value))
     else:
         text = f"{value:g}" if isinstance(value, float) else str(value)
     if key in NAME_SHORT:
         return f"{NAME_SHORT[key]}{text}"
-    if isinstance(value, str):
+    if isinstance(value, str) and text not in BOOLEAN_WORDS:  # 'False' read back from a param is a flag
         return text
     return f"{key.rsplit('.', 1)[-1]}={text}"
 

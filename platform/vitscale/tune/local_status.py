@@ -120,9 +120,14 @@ def _snapshot(spec, parent, runs, directory: Path) -> Snapshot:
         show_eta=parent.info.status == "RUNNING",
     )
     if snapshot.show_eta:
-        durations = [(r.info.end_time - r.info.start_time) / 1000 for r in runs if _ended(r)]
+        ended = [r for r in runs if _ended(r)]
+        span_s = (
+            (max(r.info.end_time for r in ended) - min(r.info.start_time for r in runs)) / 1000
+            if ended
+            else 0.0
+        )
         remaining = snapshot.planned - snapshot.done - snapshot.failed
-        snapshot.eta_s = eta_s(durations, remaining, max(snapshot.running, 1))
+        snapshot.eta_s = eta_s(len(ended), remaining, span_s)  # over the span in which trials ended
     return snapshot
 
 

@@ -7,8 +7,10 @@ names a comparison's phase or arm; this line does, once per change (a trial star
 failed) and otherwise at most every `heartbeat_s`. "best" is the best configuration by seed mean
 of the first objective (`tracking.seed_mean`), with its number of seeds; a benchmark shows none (its
 configurations compare only within one resolution: `study run` ends with those fronts). The ETA is
-the mean duration of the trials ended so far x the trials left / the trials running at once, "–"
-until one ended.
+the wall time per trial ended since this driver's first trial started x the trials left, "–" until
+one ended: start-up, scheduling and the concurrency actually reached are in it (the mean trial
+duration over the peak of trials running at once counted neither, and a benchmark study that times
+one trial at a time was given half its ETA).
 `study status` prints the same line for a study read from its execution record (`tune.local_status`).
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,12 +79,11 @@ def duration(seconds: float) -> str:
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
-def eta_s(durations: list[float], remaining: int, concurrency: int) -> float | None:
-    """Mean ended-trial duration x trials left / trials at once; None until something ended."""
-    durations = [d for d in durations if d is not None and math.isfinite(d)]
-    if not durations or remaining < 0:
+def eta_s(ended: int, remaining: int, span_s: float) -> float | None:
+    """Wall seconds per trial ended within `span_s` x trials left; None until something ended."""
+    if ended <= 0 or remaining < 0 or not math.isfinite(span_s) or span_s < 0:
         return None
-    return sum(durations) / len(durations) * remaining / max(concurrency, 1)
+    return span_s / ended * remaining
 
 
 def _value(value: float) -> str:
@@ -101,16 +103,14 @@ def trial_outcome(status: str, result: dict) -> str:
 
 def snapshot_of_trials(
     trials, study: str, phase: str, planned: int | None, objective: tuple[str, str] | None, label_keys=None
-) -> tuple[Snapshot, list[float]]:
-    """The snapshot of Tune trials (without times) and the durations of those that ended."""
+) -> Snapshot:
+    """The snapshot of Tune trials (without times)."""
     counts = {"done": 0, "stopped": 0, "running": 0, "failed": 0, "pending": 0}
-    replicates, durations = [], []
+    replicates = []
     for trial in trials:
         result = trial.last_result or {}
         outcome = trial_outcome(trial.status, result)
         counts[outcome] += 1
-        if outcome in ("done", "stopped", "failed"):
-            durations.append(result.get("time_total_s"))
         if outcome == "done":
             point = (trial.config or {}).get("point") or {}
             values = {k: point.get(k) for k in label_keys} if label_keys else point
@@ -127,7 +127,7 @@ def snapshot_of_trials(
         objective=objective[0] if objective else "",
         best=best[0] if best else None,
     )
-    return snapshot, durations
+    return snapshot
 
 
 def _metrics(result: dict[str, Any]) -> dict[str, float]:
@@ -150,6 +150,7 @@ class ProgressCallback(Callback):
         label_keys: list[str] | None = None,
         heartbeat_s: float = HEARTBEAT_S,
         since: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.study = study
         self.planned = planned
@@ -161,30 +162,43 @@ class ProgressCallback(Callback):
         self._started: float | None = None
         self._printed_at = 0.0
         self._changed = True  # the first step prints where the experiment starts from
-        self._peak_running = 0
+        self.clock = clock
+        self._first_start: float | None = None  # on `clock`: when this driver started its first trial
+        self._ended_before = 0  # trials that had ended by then (a resumed study's)
 
     def __getstate__(self) -> dict:
         """Pickled with the experiment: a resumed study starts a fresh clock and prints at once."""
         state = self.__dict__.copy()
-        state.update(since=None, _started=None, _printed_at=0.0, _changed=True, _peak_running=0)
+        state.update(
+            since=None, _started=None, _printed_at=0.0, _changed=True, _first_start=None, _ended_before=0
+        )
+        state.pop("clock")
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, clock=time.monotonic)
 
     def setup(self, **info) -> None:
         self._started = self.since or time.time()
 
     def snapshot(self, trials) -> Snapshot:
-        snapshot, durations = snapshot_of_trials(
+        snapshot = snapshot_of_trials(
             trials, self.study, self.phase, self.planned, self.objective, self.label_keys
         )
-        self._peak_running = max(self._peak_running, snapshot.running)
         snapshot.elapsed_s = time.time() - (self._started or time.time())
-        if self.planned is not None:
-            remaining = self.planned - snapshot.done - snapshot.failed
-            snapshot.eta_s = eta_s(durations, remaining, self._peak_running or 1)
+        if self.planned is not None and self._first_start is not None:
+            ended = snapshot.done + snapshot.failed
+            snapshot.eta_s = eta_s(
+                ended - self._ended_before, self.planned - ended, self.clock() - self._first_start
+            )
         return snapshot
 
     def on_trial_start(self, iteration: int, trials, trial, **info) -> None:
         self._changed = True
+        if self._first_start is None:
+            self._first_start = self.clock()
+            ended = snapshot_of_trials(trials, self.study, self.phase, self.planned, None)
+            self._ended_before = ended.done + ended.failed
 
     def on_trial_complete(self, iteration: int, trials, trial, **info) -> None:
         self._changed = True
