@@ -36,7 +36,7 @@ def test_trial_description_has_every_param_the_analysis_reads():
     bench_fields = {src for sources in FIELDS.values() for src in sources if src.startswith("bench.")}
     assert bench_fields <= set(desc.params)
     assert desc.params["bench.seed"] == 3 and desc.params["bench.threads"] == 1
-    assert desc.run_name == "attention/math discrete 32 s3"
+    assert desc.run_name == "attention/math · discrete · r32 · s3"
     other_seed = trial.describe_bench_trial({"point": point, "seed": 4}, spec)
     assert other_seed.config_key == desc.config_key  # replicates share the group
     # the active mixer's and regime's settings only, as a training trial logs them

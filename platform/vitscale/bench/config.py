@@ -74,6 +74,13 @@ class BenchmarkConfig(BaseModel):
         "timing on the CPU (device cpu, or resources.gpu 0), off on GPUs, where each trial holds its "
         "own GPU; false: trials as resources asks (faster, contended on CPU)",
     )
+    paired: bool | None = Field(
+        None,
+        description="benchmark studies: each candidate's trial also times its cell's attention "
+        "configurations round-robin with its own, and the reports take its ratios from there "
+        "(paired_ratio_<backend>), not from two trials timed minutes apart; default: on when timing "
+        "on the CPU, where speed drifts by tens of percent from minute to minute (bench.paired)",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vitscale.bench.records import flat_model, series
+from vitscale.tracking import layout
 from vitscale.tracking.layout import BENCH_METRICS
 
 # Beside BENCH_METRICS: the idle peak and whole-process peak (CPU), CPU time, the repeats' spread
@@ -54,8 +55,9 @@ def config_key(params: Mapping[str, Any]) -> str:
 
 
 def run_name(point: Mapping[str, Any], seed: int) -> str:
-    """`ssog ode 512 s0`: what the MLflow UI lists."""
-    return f"{series(point)} {point['regime']} {point['resolution']} s{seed}"
+    """`ssog · ode · r512 · s0`: what the MLflow UI lists, spelled as training trials are."""
+    values = {"model.mixer": series(point), "model.regime": point["regime"], "data.resolution": point["resolution"]}
+    return layout.run_name(values, seed)
 
 
 def bench_metrics(record: Mapping[str, Any]) -> dict[str, float]:

@@ -62,6 +62,29 @@ def run_isolated(
     return record
 
 
+def run_isolated_paired(
+    config,
+    point: Mapping[str, Any],
+    refs: list[Mapping[str, Any]],
+    device: str = "cpu",
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    """The record of `point` timed round-robin beside `refs` in one fresh worker (bench.paired)."""
+    request = {
+        "config": config.model_dump(mode="json"),
+        "point": dict(point),
+        "paired": [dict(r) for r in refs],
+        "device": device,
+    }
+    reply, reason = _call(request, config.threads, timeout)
+    if reply is not None:
+        return reply
+    record = blank_record(config, point, device)
+    status, _, message = reason.partition(": ")
+    record.update(status=status, error=message)
+    return record
+
+
 def run_isolated_cell(
     config, points: list[Mapping[str, Any]], device: str = "cpu", timeout: float | None = None
 ) -> tuple[list[dict[str, Any]] | None, str]:

@@ -18,6 +18,7 @@ from torch import nn
 
 from vitscale.bench.contention import cpu_wall_ratio
 from vitscale.bench.memory import cuda_peak_mb, cuda_reset, is_oom, own_peak_rss_mb, release
+from vitscale.bench.paired import paired_metrics
 from vitscale.bench.records import blank_record
 from vitscale.bench.timing import (
     inference_step,
@@ -170,6 +171,35 @@ def measure_interleaved(
     live.clear()
     release(dev)
     return records
+
+
+def measure_paired(
+    config,
+    point: Mapping[str, Any],
+    refs: list[Mapping[str, Any]],
+    *,
+    device: str | None = None,
+    build_model: Callable[[ModelConfig], nn.Module] | None = None,
+) -> dict[str, Any]:
+    """`point` alone for one iteration (its peak memory; above this process's idle peak on CPU),
+    then `point` and `refs` round-robin (its timing and, per reference, `paired_*`: bench.paired).
+    A failed reference leaves only its ratios out; a failed round-robin keeps the one iteration."""
+    alone = config.model_copy(update={"warmup": 0, "repeats": 1})
+    record = measure_configuration(alone, point, device=device, process_rss=True, build_model=build_model)
+    record["warmup"], record["repeats"] = effective_warmup(config), config.repeats
+    if record["status"] != "ok":
+        return record
+    timed = measure_interleaved(
+        config, [point, *refs], device=device, count_flops=False, build_model=build_model
+    )
+    own = timed[0]
+    if own["status"] != "ok":
+        record.update(timing="single", warmup=0, repeats=1)
+        record["error"] = f"paired timing failed: {own.get('error') or own['status']}"
+        return record
+    record.update({k: own[k] for k in (*TIMING_KEYS, "timing", "nfe")})
+    record.update(paired_metrics(own, timed[1:]))
+    return record
 
 
 def _prepare(record, config, point, dev, build_model, count_flops: bool = True):

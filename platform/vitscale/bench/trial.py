@@ -1,8 +1,9 @@
 """Benchmark studies on Ray Tune: one trial measures one configuration.
 
 The tuner's grid gives each trial `{"point": {mixer, regime, resolution, attention_backend},
-"seed": s}`. The trial measures it exactly as `vitscale bench` does (a subprocess per
-configuration on CPU, in-process on a GPU) and reports once, at epoch 1. An out-of-memory or
+"seed": s}`. The trial measures it as `vitscale bench` does (a subprocess per configuration on
+CPU, in-process on a GPU; on CPU by default paired, timed round-robin beside its cell's attention
+configurations: `bench.paired`) and reports once, at epoch 1. An out-of-memory or
 failed configuration is reported with `failure_reason` rather than raised: retrying would fail
 the same way, and the driver's MLflow callback records it as a FAILED child run with that
 reason (FAILURE_REASON `out_of_memory`), which the analysis shows as `oom`.
@@ -14,8 +15,9 @@ import math
 from typing import Any
 
 from vitscale.bench.fields import EXTRA_METRICS, bench_metrics, bench_params, config_key, run_name
-from vitscale.bench.isolate import run_isolated
-from vitscale.bench.measure import measure_configuration
+from vitscale.bench.isolate import run_isolated, run_isolated_paired
+from vitscale.bench.measure import measure_configuration, measure_paired
+from vitscale.bench.paired import is_paired, is_paired_metric, references
 from vitscale.device import resolve_device
 from vitscale.tracking.layout import BENCH_METRICS
 from vitscale.tracking.tune_callback import (
@@ -53,10 +55,16 @@ def describe_bench_trial(config: dict[str, Any], spec) -> TrialDescription:
 
 
 def measure_trial(config: dict[str, Any], spec) -> dict[str, Any]:
-    """The record of the trial's configuration (CPU: in its own subprocess, peak above its idle peak)."""
+    """The record of the trial's configuration (CPU: in its own subprocess, peak above its idle
+    peak); paired (bench.paired): timed round-robin beside its cell's attention configurations."""
     point, seed = _point_and_seed(config, spec)
     bench = trial_benchmark(spec, seed)
     device = str(resolve_device(bench.device))
+    if is_paired(bench, device):
+        refs = references(bench, point)
+        if device == "cpu":
+            return run_isolated_paired(bench, point, refs, device)
+        return measure_paired(bench, point, refs, device=device)
     if device == "cpu":
         return run_isolated(bench, point, device)
     return measure_configuration(bench, point, device=device)
@@ -72,6 +80,7 @@ def trial_result(record: dict[str, Any], node_id: str) -> dict[str, Any]:
     }
     if record["status"] == "ok":
         result.update(bench_metrics(record))
+        result.update({k: float(v) for k, v in record.items() if is_paired_metric(k)})
     else:
         result.update({k: math.nan for k in (*BENCH_METRICS, *EXTRA_METRICS)})
         result[RESULT_FAILURE_REASON] = record["status"]  # out_of_memory | error

@@ -2,7 +2,8 @@
 
 Reads one JSON object on stdin — {"config": BenchmarkConfig, "point": {...}, "device": "cpu"} or
 {"config": ..., "cell": [points...], "device": ...} (time them round-robin, see
-`measure.measure_interleaved`) — and writes one line `RECORD_PREFIX <json>` on stdout.
+`measure.measure_interleaved`) or {"config": ..., "point": ..., "paired": [reference points]}
+(`measure.measure_paired`) — and writes one line `RECORD_PREFIX <json>` on stdout.
 A fresh process per configuration makes its peak RSS that configuration's own: the fixed cost of
 Python and torch is its peak before the model is built, subtracted (`measure`).
 """
@@ -20,7 +21,12 @@ RECORD_PREFIX = "VITSCALE-BENCH-RECORD "
 
 def main() -> None:
     request = json.loads(sys.stdin.read())
-    if "cell" in request:
+    if "paired" in request:
+        config = BenchmarkConfig.model_validate(request["config"])
+        out = measure.measure_paired(
+            config, request["point"], request["paired"], device=request.get("device")
+        )
+    elif "cell" in request:
         config = BenchmarkConfig.model_validate(request["config"])
         out = measure.measure_interleaved(
             config, request["cell"], device=request.get("device"), count_flops=False

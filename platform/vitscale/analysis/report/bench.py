@@ -48,11 +48,23 @@ def measurement_tables(res: AnalysisResult) -> list[str]:
         if above_idle
         else "peak memory in MB"
     )
+    # candidate/baseline throughput as timed side by side in the candidate's trials (bench.paired)
+    paired = {
+        b: as_float(agg.column(f"paired_ratio_{b.split('/', 1)[1]}_mean"))
+        for b in bases
+        if "/" in b and f"paired_ratio_{b.split('/', 1)[1]}_mean" in agg.column_names
+    }
+    source = (
+        "throughput ratios as timed side by side in the candidate's own trials (paired: two trials "
+        "timed minutes apart differ by the machine's drift), memory ratios across trials"
+        if paired
+        else "ratios are candidate / baseline measured in the same sweep"
+    )
     out = [
         "## Throughput and peak memory by regime and resolution",
         "",
         f"Throughput in images/s and {memory} (mean ± 95 % CI over seeds where there are several); "
-        "ratios are candidate / baseline measured in the same sweep (`oom`: out of memory)"
+        f"{source} (`oom`: out of memory)"
         + ("; `*`: a contended timing (see *Contended timings*)." if any(contended) else "."),
         "",
     ]
@@ -96,6 +108,9 @@ def measurement_tables(res: AnalysisResult) -> list[str]:
                                 if ic is not None and ib is not None
                                 else float("nan")
                             )
+                            side_by_side = paired.get(b)
+                            if m == "images_per_second" and ic is not None and side_by_side is not None:
+                                r = side_by_side[ic] if np.isfinite(side_by_side[ic]) else r
                             row.append(_ratio(r))
                 rows.append(row)
         header = ["regime", "resolution", "tokens"]

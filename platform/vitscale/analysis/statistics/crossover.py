@@ -7,7 +7,9 @@ than its margin (`bench.margin`: both sides' spreads added — the timed repeats
 over their median, or over seeds the 95 % interval, whichever is larger — and at least 1 %); a
 side without any spread (one repeat, one seed), or whose CPU timing was contended (its CPU time far
 from wall × threads, `bench.contention`: its wall time includes waiting for a core), leaves that
-resolution's throughput undecided. 0.9999× is a tie.
+resolution's throughput undecided. 0.9999× is a tie. A throughput ratio comes from the candidate's
+own trials where they timed the baseline beside them (bench.paired, the default on CPU: two trials
+timed minutes apart differ by the machine's drift), else from the two series' means.
 
 Status over the resolutions, from those verdicts: `crosses` (behind, then ahead: the crossover is
 interpolated in (log resolution, log ratio) at the sign change between the last resolution behind
@@ -31,7 +33,7 @@ import pyarrow.csv as pacsv
 
 from vitscale.analysis.load.fields import as_float
 from vitscale.bench.contention import is_contended
-from vitscale.bench.margin import ratio_margin, side_spread, verdict
+from vitscale.bench.margin import MIN_MARGIN, ratio_margin, side_spread, verdict
 from vitscale.models.registry import BASELINE
 
 METRICS = {"images_per_second": "higher", "peak_memory_mb": "lower"}
@@ -117,6 +119,11 @@ def crossovers(agg: pa.Table) -> list[Crossover]:
                         common = np.array(sorted(set(c) & set(b)))
                         ratio = np.array([c[r][0] / b[r][0] for r in common])
                         margins = [ratio_margin(c[r][1], b[r][1]) for r in common]
+                        if metric == "images_per_second":  # timed side by side where it was paired
+                            paired = _paired_curve(done, rows, series, res, spreads, cand, base)
+                            for k, r in enumerate(common):
+                                if r in paired:
+                                    ratio[k], margins[k] = paired[r]
                         margin = np.array([math.nan if m is None else m for m in margins])
                         adv = np.log(ratio) if better == "higher" else -np.log(ratio)
                         status, x, lo, hi = crossover_point(common, adv, margin)
@@ -167,6 +174,33 @@ def _spreads(done: pa.Table, metric: str) -> list[float | None]:
         found = None if busy else side_spread([r, c / m if m > 0 else math.nan])
         out.append(found if found is not None or repeat_col else 0.0)
     return out
+
+
+def _paired_curve(
+    done: pa.Table, rows: list[int], series: list, res: np.ndarray, spreads: list, cand: str, base: str
+) -> dict[float, tuple[float, float | None]]:
+    """resolution -> (ratio, margin) of `cand` to `base` as timed side by side in the candidate's
+    own trials (bench.paired: `paired_ratio_<backend>`, mean over seeds), where they were. Its
+    margin: the repeats' spreads of both sides in that trial, or the seeds' 95 % interval of the
+    ratio if larger; none for a contended candidate timing (undecided, as unpaired)."""
+    backend = base.split("/", 1)[1] if "/" in base else ""
+    column = f"paired_ratio_{backend}_mean"
+    if not backend or column not in done.column_names:
+        return {}
+    ratios = as_float(done.column(column))
+    margins = _optional(done, f"paired_margin_{backend}_mean")
+    ci = _optional(done, f"paired_ratio_{backend}_ci95")
+    out = {}
+    for i in rows:
+        if series[i] != cand or not (np.isfinite(ratios[i]) and ratios[i] > 0 and np.isfinite(res[i])):
+            continue
+        spread = side_spread([margins[i], ci[i] / ratios[i]]) if spreads[i] is not None else None
+        out[float(res[i])] = (float(ratios[i]), None if spread is None else max(MIN_MARGIN, spread))
+    return out
+
+
+def _optional(done: pa.Table, column: str) -> np.ndarray:
+    return as_float(done.column(column)) if column in done.column_names else np.full(done.num_rows, np.nan)
 
 
 def _curve(
