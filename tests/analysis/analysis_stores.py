@@ -18,6 +18,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from vitscale.analysis.load.runs import StudyRuns, runs_to_table, write_snapshot
+from vitscale.analysis.pipeline import analyze
 from vitscale.errors import OUT_OF_MEMORY
 from vitscale.tracking import layout
 from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT, predictions_path, write_predictions
@@ -251,6 +253,43 @@ def fake_run(run_id: str, trial: str, start: int, params: dict, metrics: dict, *
         info=SimpleNamespace(run_id=run_id, start_time=start, end_time=start + 1, status="FINISHED"),
         data=SimpleNamespace(tags=all_tags, params={k: str(v) for k, v in params.items()}, metrics=metrics),
     )
+
+
+def fake_bench_runs(throughput: dict, resolutions: tuple, params: dict, metrics) -> list[SimpleNamespace]:
+    """Benchmark runs, one per (mixer, backend) x resolution of `throughput` (images/s per
+    resolution): discrete, on the CPU, seed 0, with `params` and `metrics(mixer, res, ips)`."""
+    runs = []
+    for (mixer, backend), values in throughput.items():
+        for res, ips in zip(resolutions, values, strict=True):
+            n = len(runs) + 1
+            run_params = {
+                "model.mixer": mixer,
+                "model.regime": "discrete",
+                "model.image_size": res,
+                "model.attention.backend": backend or "sdpa",
+                "bench.device": "cpu",
+                "bench.seed": 0,
+                **params,
+            }
+            runs.append(
+                fake_run(
+                    f"b{n:02d}",
+                    f"t{n:02d}",
+                    n,
+                    run_params,
+                    metrics(mixer, res, ips),
+                    **{layout.KIND: "benchmark"},
+                )
+            )
+    return runs
+
+
+def analyze_fake_bench(root: Path, study: str, runs: list) -> tuple:
+    """(analysis result, report text) of `runs` analysed as a benchmark study from a snapshot."""
+    table = runs_to_table(runs, study)
+    snap = write_snapshot(StudyRuns(study, "benchmark", table, ["p1"]), root / "in" / "runs.parquet")
+    res = analyze(study, out=root / "out", from_parquet=snap)
+    return res, res.report_path.read_text()
 
 
 COMPARISON_SPACE = {

@@ -7,11 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from analysis_stores import fake_run
-
-from vitscale.analysis.load.runs import StudyRuns, runs_to_table, write_snapshot
-from vitscale.analysis.pipeline import analyze
-from vitscale.tracking import layout
+from analysis_stores import analyze_fake_bench, fake_bench_runs
 
 STUDY = "bench-claims"
 # images/s per series at 32 and 64 px: fourier behind then ahead (beyond the ±4 % margin), pooling
@@ -27,50 +23,38 @@ THROUGHPUT = {
 IDLE_MB = 394.0
 
 
+def metrics(mixer: str, res: int, ips: float) -> dict:
+    above = 10.0 + (res / 8) ** 2 * (0.05 if mixer == "attention" else 0.02)
+    return {
+        "images_per_second": ips,
+        "latency_ms": 2000.0 / ips,
+        "latency_spread": 0.02,
+        "cpu_ms": 2000.0 / ips,
+        # ssog at 64 px shared its cores: 16.7 ms wall against 2.65 ms of CPU time
+        "cpu_wall_ratio": 0.16 if (mixer, res) == ("ssog", 64) else 0.98,
+        "peak_memory_mb": above,
+        "baseline_memory_mb": IDLE_MB,
+        "process_peak_rss_mb": IDLE_MB + above,
+        "tokens": (res // 8) ** 2,
+        "flops_per_image": 1e5 * (res // 8) ** (2 if mixer == "attention" else 1.5),
+        "params": 3.5e4,
+    }
+
+
 def bench_runs() -> list:
-    runs, n = [], 0
-    for (mixer, backend), values in THROUGHPUT.items():
-        for res, ips in zip((32, 64), values, strict=True):
-            n += 1
-            params = {
-                "model.mixer": mixer,
-                "model.regime": "discrete",
-                "model.image_size": res,
-                "model.attention.backend": backend or "sdpa",
-                "model.width": 32,
-                "model.depth": 2,
-                "model.heads": 2,
-                "model.patch_size": 8,
-                "bench.device": "cpu",
-                "bench.threads": 1,
-                "bench.seed": 0,
-            }
-            above = 10.0 + (res / 8) ** 2 * (0.05 if mixer == "attention" else 0.02)
-            metrics = {
-                "images_per_second": ips,
-                "latency_ms": 2000.0 / ips,
-                "latency_spread": 0.02,
-                "cpu_ms": 2000.0 / ips,
-                # ssog at 64 px shared its cores: 16.7 ms wall against 2.65 ms of CPU time
-                "cpu_wall_ratio": 0.16 if (mixer, res) == ("ssog", 64) else 0.98,
-                "peak_memory_mb": above,
-                "baseline_memory_mb": IDLE_MB,
-                "process_peak_rss_mb": IDLE_MB + above,
-                "tokens": (res // 8) ** 2,
-                "flops_per_image": 1e5 * (res // 8) ** (2 if mixer == "attention" else 1.5),
-                "params": 3.5e4,
-            }
-            runs.append(fake_run(f"b{n:02d}", f"t{n:02d}", n, params, metrics, **{layout.KIND: "benchmark"}))
-    return runs
+    params = {
+        "model.width": 32,
+        "model.depth": 2,
+        "model.heads": 2,
+        "model.patch_size": 8,
+        "bench.threads": 1,
+    }
+    return fake_bench_runs(THROUGHPUT, (32, 64), params, metrics)
 
 
 @pytest.fixture(scope="module")
 def claims(tmp_path_factory):
-    root = tmp_path_factory.mktemp("claims")
-    table = runs_to_table(bench_runs(), STUDY)
-    snap = write_snapshot(StudyRuns(STUDY, "benchmark", table, ["p1"]), root / "in" / "runs.parquet")
-    res = analyze(STUDY, out=root / "out", from_parquet=snap)
-    return res, res.report_path.read_text()
+    return analyze_fake_bench(tmp_path_factory.mktemp("claims"), STUDY, bench_runs())
 
 
 def test_a_ratio_within_the_margin_is_a_tie_not_a_lead(claims):

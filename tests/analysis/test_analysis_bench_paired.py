@@ -4,11 +4,7 @@ attention configurations beside it (bench.paired), not from two trials timed min
 from __future__ import annotations
 
 import pytest
-from analysis_stores import fake_run
-
-from vitscale.analysis.load.runs import StudyRuns, runs_to_table, write_snapshot
-from vitscale.analysis.pipeline import analyze
-from vitscale.tracking import layout
+from analysis_stores import analyze_fake_bench, fake_bench_runs
 
 STUDY = "bench-paired"
 # The trials' own images/s drifted: ssog's trials ran while the machine was fast, so the series'
@@ -17,46 +13,27 @@ THROUGHPUT = {("attention", "sdpa"): (1000.0, 500.0), ("ssog", None): (1200.0, 6
 PAIRED = {32: 0.80, 64: 0.79}
 
 
-def paired_runs() -> list:
-    runs, n = [], 0
-    for (mixer, backend), values in THROUGHPUT.items():
-        for res, ips in zip((32, 64), values, strict=True):
-            n += 1
-            params = {
-                "model.mixer": mixer,
-                "model.regime": "discrete",
-                "model.image_size": res,
-                "model.attention.backend": backend or "sdpa",
-                "bench.device": "cpu",
-                "bench.seed": 0,
-            }
-            metrics = {
-                "images_per_second": ips,
-                "latency_ms": 2000.0 / ips,
-                "latency_spread": 0.02,
-                "cpu_ms": 2000.0 / ips,
-                "cpu_wall_ratio": 0.99,
-                "peak_memory_mb": 20.0,
-                "tokens": (res // 8) ** 2,
-                "flops_per_image": 1e5,
-            }
-            if mixer == "ssog":
-                metrics.update(
-                    paired_ratio_sdpa=PAIRED[res], paired_cpu_ratio_sdpa=PAIRED[res], paired_margin_sdpa=0.03
-                )
-            runs.append(fake_run(f"b{n:02d}", f"t{n:02d}", n, params, metrics, **{layout.KIND: "benchmark"}))
-    return runs
+def metrics(mixer: str, res: int, ips: float) -> dict:
+    out = {
+        "images_per_second": ips,
+        "latency_ms": 2000.0 / ips,
+        "latency_spread": 0.02,
+        "cpu_ms": 2000.0 / ips,
+        "cpu_wall_ratio": 0.99,
+        "peak_memory_mb": 20.0,
+        "tokens": (res // 8) ** 2,
+        "flops_per_image": 1e5,
+    }
+    if mixer == "ssog":
+        out.update(paired_ratio_sdpa=PAIRED[res], paired_cpu_ratio_sdpa=PAIRED[res], paired_margin_sdpa=0.03)
+    return out
 
 
 @pytest.fixture(scope="module")
 def paired(tmp_path_factory):
-    root = tmp_path_factory.mktemp("paired")
-    snap = write_snapshot(
-        StudyRuns(STUDY, "benchmark", runs_to_table(paired_runs(), STUDY), ["p1"]),
-        root / "in" / "runs.parquet",
+    return analyze_fake_bench(
+        tmp_path_factory.mktemp("paired"), STUDY, fake_bench_runs(THROUGHPUT, (32, 64), {}, metrics)
     )
-    res = analyze(STUDY, out=root / "out", from_parquet=snap)
-    return res, res.report_path.read_text()
 
 
 def test_the_crossover_reads_the_ratio_timed_side_by_side(paired):

@@ -204,18 +204,8 @@ def test_comparison_killed_in_its_final_phase_resumes_to_exactly_the_plan(tmp_pa
         driver.wait()
     assert _finished(uri, "cmp-resume", "final") < 4
 
-    proc = vitscale(
-        "study",
-        "resume",
-        "cmp-resume",
-        "--storage",
-        str(results),
-        "--num-cpus",
-        "1",
-        "--quiet",
-        cwd=tmp_path,
-        timeout=300,
-    )
+    resume = ["study", "resume", "cmp-resume", "--storage", str(results), "--num-cpus", "1", "--quiet"]
+    proc = vitscale(*resume, cwd=tmp_path, timeout=300)
     assert "8 finished" in proc.stdout, proc.stdout
     [parent] = parent_runs(uri, "cmp-resume")
     assert parent.data.tags["vitscale.kind"] == "comparison"

@@ -56,7 +56,11 @@ def config_key(params: Mapping[str, Any]) -> str:
 
 def run_name(point: Mapping[str, Any], seed: int) -> str:
     """`ssog · ode · r512 · s0`: what the MLflow UI lists, spelled as training trials are."""
-    values = {"model.mixer": series(point), "model.regime": point["regime"], "data.resolution": point["resolution"]}
+    values = {
+        "model.mixer": series(point),
+        "model.regime": point["regime"],
+        "data.resolution": point["resolution"],
+    }
     return layout.run_name(values, seed)
 
 

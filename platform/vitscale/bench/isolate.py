@@ -48,18 +48,23 @@ def _call(request: dict[str, Any], threads: int | None, timeout: float | None) -
     return None, f"error: worker exited with {proc.returncode}: {tail[-1] if tail else 'no output'}"
 
 
-def run_isolated(
-    config, point: Mapping[str, Any], device: str = "cpu", timeout: float | None = None
-) -> dict[str, Any]:
-    """The record of one configuration, measured in a fresh worker process."""
-    request = {"config": config.model_dump(mode="json"), "point": dict(point), "device": device}
-    reply, reason = _call(request, config.threads, timeout)
+def _record(answer: tuple[dict | None, str], config, point: Mapping[str, Any], device: str) -> dict[str, Any]:
+    """The worker's record, or the point's blank record with the status and reason of its failure."""
+    reply, reason = answer
     if reply is not None:
         return reply
     record = blank_record(config, point, device)
     status, _, message = reason.partition(": ")
     record.update(status=status, error=message)
     return record
+
+
+def run_isolated(
+    config, point: Mapping[str, Any], device: str = "cpu", timeout: float | None = None
+) -> dict[str, Any]:
+    """The record of one configuration, measured in a fresh worker process."""
+    request = {"config": config.model_dump(mode="json"), "point": dict(point), "device": device}
+    return _record(_call(request, config.threads, timeout), config, point, device)
 
 
 def run_isolated_paired(
@@ -76,13 +81,7 @@ def run_isolated_paired(
         "paired": [dict(r) for r in refs],
         "device": device,
     }
-    reply, reason = _call(request, config.threads, timeout)
-    if reply is not None:
-        return reply
-    record = blank_record(config, point, device)
-    status, _, message = reason.partition(": ")
-    record.update(status=status, error=message)
-    return record
+    return _record(_call(request, config.threads, timeout), config, point, device)
 
 
 def run_isolated_cell(
