@@ -39,15 +39,23 @@ def cli_env() -> dict[str, str]:
     return env
 
 
-def vitscale(*args: str, cwd: Path, timeout: float = 420, check: bool = True) -> subprocess.CompletedProcess:
-    """Run the real CLI (`python -m vitscale`) in a subprocess, as a user would.
+def vitscale(
+    *args: str, cwd: Path, timeout: float = 420, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """Run the real CLI (`python -m vitscale`) in a subprocess, as a user would (`env`: variables
+    of their shell beside cli_env's).
 
     One still running after `timeout` gets SIGABRT, so that Python's fault handler
     (PYTHONFAULTHANDLER, see cli_env) prints where every thread of it was, and the test fails with
     that and its output; pytest-timeout (600 s) would show neither."""
     command = [sys.executable, "-m", "vitscale", *args]
     with subprocess.Popen(
-        command, cwd=cwd, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command,
+        cwd=cwd,
+        env={**cli_env(), **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     ) as process:
         try:
             stdout, stderr = process.communicate(timeout=timeout)

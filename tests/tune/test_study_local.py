@@ -35,6 +35,7 @@ def test_grid_study_records_every_trial_and_a_diverging_one_fails_alone(tmp_path
             study, uri, tmp_path / "results", "--quiet", "--set", "trial.train.grad_clip=null", cpus=2
         ),
         cwd=tmp_path,
+        env={"RAY_ADDRESS": "127.0.0.1:9"},  # no --address: local, whatever cluster the shell names
     )
     assert "4 trials — 2 finished, 0 stopped early, 2 failed" in proc.stdout.replace("\n", " ")
 

@@ -110,7 +110,10 @@ def connect(address: str | None = None, num_cpus: int | None = None, num_gpus: i
             ray.init(address=address, **kwargs)
         else:
             _quiet_token_default_notice()
-            ray.init(num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False, **kwargs)
+            # "local": a new in-process cluster. Without an address Ray joins the cluster the last
+            # `ray start` on this machine recorded (/tmp/ray/ray_current_cluster) or $RAY_ADDRESS's:
+            # a laptop study would run on whatever cluster was left up (or fail on num_cpus).
+            ray.init("local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False, **kwargs)
     except ConnectionError as exc:
         raise _unreachable(address, exc) from None
 
