@@ -26,5 +26,6 @@ def test_concurrent_trials_run_passive_with_their_cpus_as_threads(tmp_path, monk
     assert len(runs) == 2
     for run in runs:
         assert run.data.params["train.threads"] == "1"
-        first = trial_stdout(uri, run, tmp_path / "logs").splitlines()[0]
+        text = trial_stdout(uri, run, tmp_path / "logs")
+        first = next((line for line in text.splitlines() if " trial {" in line), text)  # its own first line
         assert first.endswith("epochs, 1 thread, OMP_WAIT_POLICY=PASSIVE"), first
