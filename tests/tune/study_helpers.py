@@ -113,6 +113,16 @@ def child_runs(tracking_uri: str, study: str) -> list:
     )
 
 
+def trial_stdout(tracking_uri: str, run, folder: Path) -> str:
+    """The trial's own log lines, as its child run holds them (artifact `logs/stdout`)."""
+    from mlflow import MlflowClient
+
+    folder = folder / run.info.run_id
+    folder.mkdir(parents=True, exist_ok=True)
+    client = MlflowClient(tracking_uri=tracking_uri)
+    return Path(client.download_artifacts(run.info.run_id, "logs/stdout", str(folder))).read_text()
+
+
 def parent_runs(tracking_uri: str, study: str) -> list:
     from mlflow import MlflowClient
 

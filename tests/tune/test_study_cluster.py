@@ -6,7 +6,7 @@ import json
 import time
 
 import pytest
-from study_helpers import REPO, child_runs, vitscale, write_study
+from study_helpers import REPO, child_runs, trial_stdout, vitscale, write_study
 
 pytestmark = pytest.mark.slow
 
@@ -39,6 +39,10 @@ def test_two_node_study_spreads_trials_and_lands_in_the_mlflow_server(ray_cluste
         (r.data.tags["vitscale.status"], r.data.tags.get("vitscale.failure_reason", "")) for r in runs
     )
     assert statuses == [("FINISHED", "")] * 4, f"{statuses}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    for run in runs:  # a cluster worker gets the wait policy with the job's runtime_env (tune.cluster)
+        text = trial_stdout(mlflow_server, run, tmp_path / "logs")
+        first = next((line for line in text.splitlines() if " trial {" in line), text)
+        assert first.endswith("epochs, 1 thread, OMP_WAIT_POLICY=PASSIVE"), first
     # One 1-CPU trial per node at a time: trials that overlapped ran on different nodes. (Reused
     # workers may run all four on one node when the second node's worker is slow to start.)
     spans = [(r.info.start_time, r.info.end_time, r.data.tags["vitscale.node_id"]) for r in runs]

@@ -5,7 +5,9 @@ from the CLI, pytest and a Ray worker), and the child's peak RSS is the configur
 the child's own idle peak, read before it builds the model: see `measure.measure_configuration`).
 A child the kernel kills with SIGKILL has, on a machine without other limits, almost always
 met the OOM killer: that is recorded as `out_of_memory`; any other death as `error` with the last
-line the child wrote on stderr. The sweep goes on either way.
+line the child wrote on stderr. The sweep goes on either way. The child starts with
+`OMP_WAIT_POLICY=PASSIVE` (unless the user set a policy) and `OMP_NUM_THREADS` = the config's
+threads: spinning OpenMP threads on shared cores time each other (`vitscale.openmp`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from vitscale import openmp
 from vitscale.bench.records import blank_record
 from vitscale.bench.worker import RECORD_PREFIX
 from vitscale.errors import OUT_OF_MEMORY
@@ -27,9 +30,9 @@ WORKER = [sys.executable, "-m", "vitscale.bench.worker"]
 
 def _call(request: dict[str, Any], threads: int | None, timeout: float | None) -> tuple[dict | None, str]:
     """(parsed reply or None, a one-line reason when there is none)."""
-    env = dict(os.environ)
-    if threads:
-        env["OMP_NUM_THREADS"] = str(threads)  # pools sized before torch.set_num_threads runs
+    # Passive OpenMP waiting unless the user chose a policy, and the pool sized before
+    # torch.set_num_threads runs (vitscale.openmp): read once, when the worker imports torch.
+    env = {**os.environ, **openmp.worker_env(threads)}
     try:
         proc = subprocess.run(
             WORKER, input=json.dumps(request), capture_output=True, text=True, timeout=timeout, env=env

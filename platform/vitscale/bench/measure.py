@@ -9,6 +9,7 @@ out-of-memory becomes status `out_of_memory`, anything else `error` with its fir
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from vitscale import openmp
 from vitscale.bench.contention import cpu_wall_ratio
 from vitscale.bench.memory import cuda_peak_mb, cuda_reset, is_oom, own_peak_rss_mb, release
 from vitscale.bench.paired import paired_metrics
@@ -70,6 +72,7 @@ def _start(config, point: Mapping[str, Any], dev: torch.device) -> dict[str, Any
     if config.threads:
         torch.set_num_threads(config.threads)
     record["threads"] = torch.get_num_threads()
+    record["omp_wait_policy"] = os.environ.get(openmp.WAIT_POLICY)  # as the worker started (vitscale.openmp)
     record["warmup"] = effective_warmup(config)
     return record
 

@@ -71,6 +71,7 @@ SCHEMA = pa.schema(
         ("warmup", pa.int64()),
         ("repeats", pa.int64()),
         ("threads", pa.int64()),  # CPU intra-op threads used
+        ("omp_wait_policy", pa.string()),  # OMP_WAIT_POLICY it ran with (PASSIVE unless the user set one)
         ("latencies_ms", pa.list_(pa.float64())),  # every timed iteration, in order
         ("timing", pa.string()),  # sequential | interleaved (round-robin with its cell, see measure)
     ]

@@ -8,6 +8,8 @@ import click
 import typer
 from pydantic import ValidationError
 
+from vitscale import openmp
+
 # Command modules register themselves on `app` when imported (one per command group).
 from vitscale.cli import (  # noqa: F401
     analyze_cmd,
@@ -37,6 +39,7 @@ EXITS = (click.exceptions.Exit, typer.Exit)
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI. UserError and bad flags: one line, exit 2. Bugs keep their traceback."""
+    openmp.wait_passively_here()  # before any command imports torch (see vitscale.openmp)
     try:
         app(args=argv, standalone_mode=False)
     except ABORTS:

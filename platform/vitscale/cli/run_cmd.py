@@ -35,7 +35,13 @@ TrackingOption = Annotated[
     str | None, typer.Option("--tracking-uri", help="MLflow tracking URI; default: the study's tracking.uri")
 ]
 StorageOption = Annotated[str | None, typer.Option(help="Ray results folder; default: the study's storage")]
-CpusOption = Annotated[int | None, typer.Option("--num-cpus", help="CPUs of the in-process local Ray")]
+CpusOption = Annotated[
+    int | None,
+    typer.Option(
+        "--num-cpus",
+        help="CPUs of the in-process local Ray (default: the cores; trials whose threads would exceed the cores are refused)",
+    ),
+]
 AutoscaleOption = Annotated[
     bool, typer.Option("--allow-autoscale", help="skip the resource preflight (autoscaling clusters)")
 ]

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from vitscale import data as vdata
+from vitscale import openmp
 from vitscale.device import resolve_device
 from vitscale.errors import TrialDiverged, TrialOutOfMemory
 from vitscale.models import build
@@ -57,6 +58,14 @@ class FitResult:
     predictions: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # "test", "test@56" -> arrays
 
 
+def with_threads(config: TrialConfig, threads: int | None = None) -> TrialConfig:
+    """`train.threads` decided, as a run uses and logs it: as set, else `threads`, else torch's
+    count in this process (`OMP_NUM_THREADS` where set, else its cores). A study trial's is already
+    set: its CPUs (`study.resolve.run_trial`)."""
+    chosen = config.train.threads or threads or torch.get_num_threads()
+    return config.model_copy(update={"train": config.train.model_copy(update={"threads": chosen})})
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
@@ -91,8 +100,8 @@ def fit(
     config = config.resolved()
     train_cfg = config.train
     device = resolve_device(train_cfg.device, "train.device")
-    if train_cfg.threads:
-        torch.set_num_threads(train_cfg.threads)
+    threads = with_threads(config).train.threads
+    torch.set_num_threads(threads)
     seed_everything(train_cfg.seed)
 
     bundle = vdata.load(config.data, device)
@@ -135,7 +144,12 @@ def fit(
         if device.type == "cuda" and train_cfg.amp
         else nullcontext()
     )
-    progress = EpochProgress(enabled=show_progress, epochs=train_cfg.epochs, steps=steps_per_epoch)
+    progress = EpochProgress(
+        enabled=show_progress,
+        epochs=train_cfg.epochs,
+        steps=steps_per_epoch,
+        header=f"train on {device}: {openmp.describe(threads)}",  # how its threads wait: vitscale.openmp
+    )
     checkpoint = find_checkpoint(checkpoint_dir)
     if history and len(history) >= train_cfg.epochs and report is not None:
         # Resumed at the very end (e.g. a study restarted after this trial's last checkpoint):

@@ -8,8 +8,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 class EpochProgress:
     """One bar per epoch over its steps; prints a line of metrics when an epoch ends."""
 
-    def __init__(self, enabled: bool, epochs: int, steps: int) -> None:
+    def __init__(self, enabled: bool, epochs: int, steps: int, header: str = "") -> None:
         self.enabled = enabled
+        self.header = header  # printed first: what the run runs on (device, threads)
         self.epochs = epochs
         self.steps = steps
         self._progress: Progress | None = None
@@ -26,6 +27,8 @@ class EpochProgress:
                 transient=False,
             )
             self._progress.__enter__()
+            if self.header:
+                self._progress.console.print(self.header)
         return self
 
     def __exit__(self, *exc) -> None:

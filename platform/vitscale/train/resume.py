@@ -24,7 +24,7 @@ from vitscale.train.checkpoint import find_checkpoint, load_checkpoint
 from vitscale.train.config import TrialConfig
 from vitscale.train.config import flatten as trial_params  # the MLflow params, as a study logs them
 from vitscale.train.from_mlflow import resolve_source
-from vitscale.train.loop import fit, save_predictions
+from vitscale.train.loop import fit, save_predictions, with_threads
 
 RUN_ID_FILE = "mlflow_run_id"
 CONFIG_FILE = "trial.json"
@@ -45,6 +45,7 @@ def train_trial(
     when tracked (`track` and a `tracking_uri`). A teacher named by an MLflow run or a models:/ URI
     is downloaded first from `tracking_uri` (tracked or not), into the checkpoint folder if any."""
     check_checkpoint_dir(checkpoint_dir, resume)
+    config = resolve_threads(config, checkpoint_dir, resume)
     config = with_local_teacher(config, tracking_uri, checkpoint_dir)
     if checkpoint_dir is not None:
         check_same_config(config, checkpoint_dir, resume)
@@ -83,6 +84,17 @@ def train_trial(
             client.log_artifact(run_id, str(path), artifact_path=PREDICTIONS_ARTIFACT)
         queued.close_all()  # sends the files while they exist
     return {**result.metrics, "mlflow_run_id": client.resolve(run_id)}
+
+
+def resolve_threads(config: TrialConfig, checkpoint_dir: Path | None, resume: bool) -> TrialConfig:
+    """`train.threads` as this run uses and logs it: as set; resuming, as the checkpoint's run had
+    it (a folder written before threads were recorded keeps torch's choice, as then); else torch's
+    count in this process (`loop.with_threads`)."""
+    saved = checkpoint_dir / CONFIG_FILE if checkpoint_dir is not None else None
+    if config.train.threads is None and resume and saved is not None and saved.is_file():
+        threads = json.loads(saved.read_text()).get("train", {}).get("threads")
+        return with_threads(config, threads) if threads else config
+    return with_threads(config)
 
 
 def check_checkpoint_dir(checkpoint_dir: Path | None, resume: bool) -> None:

@@ -10,6 +10,12 @@ machine switch `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0` is set (the default on Wind
 `connect` sets it for in-process Ray and for a cluster at 127.0.0.1/localhost (infra/local/ray-up.sh
 starts its nodes with it too); a value the user exported wins. A cluster at a routable address is
 Ray's default: nodes and clients there use that address.
+
+Trial workers start with `OMP_WAIT_POLICY=PASSIVE` (`vitscale.openmp`; a policy the user exported
+wins): in-process Ray's workers inherit the driver's environment, a cluster's workers get it as the
+job's runtime_env `env_vars` (merged by Ray with a submitted job's own). Their thread count is the
+trial's: Ray sets `OMP_NUM_THREADS` to the CPUs it assigned (Ray 2.60: floor, at least 1, where
+unset) and the trial calls `torch.set_num_threads(train.threads)`.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import logging
 import os
 import socket
 
+from vitscale import openmp
 from vitscale.errors import UserError
 
 # Ray's own switch (read by Ray at import, and by every process it starts from their environment).
@@ -104,6 +111,10 @@ def connect(address: str | None = None, num_cpus: int | None = None, num_gpus: i
         return
     bind_loopback(is_loopback(address))
     kwargs = dict(logging_level=logging.WARNING, log_to_driver=True, configure_logging=True)
+    if address:  # workers of a cluster start from their node's environment: tell them
+        kwargs["runtime_env"] = {"env_vars": openmp.worker_env()}
+    else:  # in-process Ray's raylet and workers start from this environment
+        os.environ.update(openmp.worker_env())
     try:
         if address:
             _check_reachable(address)

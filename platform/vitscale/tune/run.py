@@ -26,6 +26,7 @@ from vitscale.tracking import parent_summary, queued, store
 from vitscale.train.from_mlflow import resolve_spec_teachers
 from vitscale.tune import (
     cluster,
+    cpu_share,
     interrupt,
     jobs,
     optuna_study,
@@ -87,6 +88,14 @@ class StudyExecution:
             ) from None
 
 
+def _check_cpu_share(spec, address: str | None, allow_autoscale: bool) -> None:
+    """Threads per trial x trials at once within every node's CPUs (`tune.cpu_share`); in-process
+    Ray within this machine's cores too. An autoscaling cluster's nodes are not known yet."""
+    if not allow_autoscale:
+        cores = cpu_share.usable_cores() if address is None else None
+        cpu_share.check(spec, cluster.node_capacities(), cores)
+
+
 def _storage_root(spec, storage: str | None) -> Path:
     return storage_mod.resolve(storage or spec.storage)
 
@@ -126,6 +135,7 @@ def run_study(
     started = time.strftime("%Y%m%d-%H%M%S")
     cluster.connect(address, num_cpus=num_cpus)
     cluster.preflight(spec.resources.cpu, spec.resources.gpu, allow_autoscale)
+    _check_cpu_share(spec, address, allow_autoscale)
     storage_mod.check_shared(study_folder.parent)
     # Before any MLflow run (teachers/ goes in it next); claimed atomically, so a driver started
     # within the same second gets a folder of its own.
@@ -203,6 +213,7 @@ def resume_study(
     optuna_study.check_resumable(directory, execution.optuna_storage, execution.spec.name)
     cluster.connect(address, num_cpus=num_cpus)
     cluster.preflight(execution.spec.resources.cpu, execution.spec.resources.gpu, allow_autoscale)
+    _check_cpu_share(execution.spec, address, allow_autoscale)
     storage_mod.check_shared(directory.parent.parent)
     client = store.client_for(execution.tracking_uri)
     finished_at = parent_summary.parent_end_time(client, execution.parent_run_id)  # None: not finished

@@ -10,6 +10,8 @@ turns into the child run's tag `vitscale.discarded_checkpoint`). A
 
 Workers are reused between trials (`reuse_actors`, see `tune.tuner`): imports and each data set
 stay loaded in the worker, and `tune.worker_cache.begin_trial` resets what a trial could leave.
+The trial's log names its threads (`train.threads`, its CPUs unless set) and the OpenMP wait
+policy its worker started with (PASSIVE unless the user set one: `vitscale.openmp`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from vitscale import openmp
 from vitscale.errors import TrialFailure
 from vitscale.study import run_trial
 from vitscale.tracking.trial_artifacts import epoch_line, trial_log
@@ -67,7 +70,8 @@ def train_trial(config: dict[str, Any], spec) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="vitscale-trial-"))
     last: dict[str, float] = {}
 
-    trial_log(f"trial {config['point']} seed {config['seed']}: {trial.train.epochs} epochs")
+    threads = openmp.describe(trial.train.threads)  # as fit runs them, and how they wait (vitscale.openmp)
+    trial_log(f"trial {config['point']} seed {config['seed']}: {trial.train.epochs} epochs, {threads}")
 
     def report(metrics: dict[str, float], checkpoint_dir: Path | None) -> None:
         last.clear()
