@@ -33,9 +33,15 @@ TINY_DATA = {"dataset": "synthetic", "resolution": 32, "num_train": 256, "num_va
 
 
 def _fit(mixer: str, regime: str, compile_model: bool = False) -> str:
-    """One epoch of the real training loop on CUDA with bf16 autocast (train.amp)."""
+    """One epoch of the real training loop on CUDA with bf16 autocast (train.precision)."""
     model = {**TINY_MODEL, "mixer": mixer, "regime": regime, "ode": {"solver": "dopri5"}}
-    train = {"epochs": 1, "batch_size": 64, "device": DEVICE, "amp": True, "compile": compile_model}
+    train = {
+        "epochs": 1,
+        "batch_size": 64,
+        "device": DEVICE,
+        "precision": "bfloat16",
+        "compile": compile_model,
+    }
     result = fit(TrialConfig.model_validate({"model": model, "data": TINY_DATA, "train": train}))
     loss = result.metrics["train_loss"]
     if not torch.isfinite(torch.tensor(loss)):

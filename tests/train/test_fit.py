@@ -55,9 +55,12 @@ def test_learns_digits(tiny_trial):
     assert result.metrics["val_top1"] > 0.5  # chance is 0.1; a few seconds of training
 
 
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
 @pytest.mark.parametrize("regime", ["discrete", "ode"])
-def test_resume_equals_uninterrupted(tiny_trial, tmp_path, regime):
-    config = tiny_trial(model={"regime": regime, "ode": {"solver": "midpoint"}})
+def test_resume_equals_uninterrupted(tiny_trial, tmp_path, regime, precision):
+    config = tiny_trial(
+        model={"regime": regime, "ode": {"solver": "midpoint"}}, train={"precision": precision}
+    )
     straight = fit(config).history
 
     def stop_after_two(metrics, _dir):

@@ -8,6 +8,7 @@ import sys
 import time
 
 import pytest
+import torch
 from mlflow import MlflowClient
 
 from vitscale.cli import main
@@ -61,6 +62,8 @@ def test_train_prints_json_and_logs_one_run_with_the_checkpoint(capsys, tmp_path
     run_ = client.get_run(metrics["mlflow_run_id"])
     assert run_.info.status == "FINISHED"
     assert run_.data.params["model.mixer"] == "ssog" and run_.data.params["data.resolution"] == "16"
+    # train.precision: auto, recorded as run: float32 on a CPU, bfloat16 on CUDA
+    assert run_.data.params["train.precision"] == ("bfloat16" if torch.cuda.is_available() else "float32")
     assert [m.step for m in client.get_metric_history(run_.info.run_id, "val_top1")] == [1, 2]
     # logged as a study trial is: constants as params, epoch as the step, did_not_train as a tag
     assert not {"epoch", "params", "flops_per_image", "did_not_train"} & set(run_.data.metrics)
@@ -142,6 +145,7 @@ def test_resume_with_changed_flags_is_refused(capsys, tmp_path):
         (["--resume"], "--resume"),
         (["--epochs", "zero"], "--epochs"),
         (["--no-such-flag"], "--no-such-flag"),
+        (["--precision", "float16"], "train.precision"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, args, expected):
@@ -161,3 +165,28 @@ def test_existing_checkpoint_is_not_overwritten_without_resume(capsys, tmp_path)
     code, _, err = run(capsys, "train", *TINY, "--epochs", "1", "--no-track", "--checkpoint-dir", str(ckpt))
     assert code == 2 and "--resume" in err
     assert (ckpt / "checkpoint.pt").read_bytes() == before
+
+
+def test_bf16_run_records_its_precision_and_reruns_from_it(capsys, tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = [
+        "--epochs",
+        "1",
+        "--precision",
+        "bfloat16",
+        "--set",
+        "data.num_train=256",
+        "--set",
+        "train.threads=1",
+    ]
+    code, out, err = run(capsys, "train", *TINY, *args, "--json", "--tracking-uri", uri)
+    assert code == 0, err
+    first = json.loads(out.strip().splitlines()[-1])
+    params = MlflowClient(tracking_uri=uri).get_run(first["mlflow_run_id"]).data.params
+    assert params["train.precision"] == "bfloat16"
+    code, out, err = run(
+        capsys, "train", "--from-run", first["mlflow_run_id"], "--tracking-uri", uri, "--json"
+    )
+    assert code == 0, err
+    again = json.loads(out.strip().splitlines()[-1])
+    assert again["val_loss"] == first["val_loss"] and again["train_loss"] == first["train_loss"]

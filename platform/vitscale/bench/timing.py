@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+from vitscale.precision import autocast
 
 
 def synchronizer(device: torch.device) -> Callable[[], None]:
@@ -36,10 +36,9 @@ def synchronizer(device: torch.device) -> Callable[[], None]:
 
 
 def precision(device: torch.device, dtype: str) -> contextlib.AbstractContextManager:
-    """bfloat16: autocast on the device (CUDA and CPU); float32: nothing."""
-    if dtype == "float32":
-        return contextlib.nullcontext()
-    return torch.autocast(device_type=device.type, dtype=DTYPES[dtype])
+    """bfloat16: autocast on the device (CUDA and CPU); float32: nothing (`vitscale.precision`,
+    the trainer's rule)."""
+    return autocast(dtype, device)
 
 
 def time_iterations(

@@ -46,6 +46,13 @@ def train(
     val_fraction: Annotated[float, typer.Option(help="share of train held out for validation")] = 0.1,
     seed: Annotated[int, typer.Option(help="seed of initialisation, shuffling and augmentation")] = 0,
     device: Annotated[str, typer.Option(help="auto | cpu | cuda | cuda:N")] = "auto",
+    precision: Annotated[
+        str,
+        typer.Option(
+            help="auto | float32 | bfloat16: bfloat16 autocasts the forward (training and evaluation) on "
+            "CPU or CUDA; auto = bfloat16 on CUDA, float32 on CPU"
+        ),
+    ] = "auto",
     compile_model: Annotated[bool, typer.Option("--compile", help="torch.compile the model")] = False,
     checkpoint_dir: Annotated[
         Path | None, typer.Option(help="write a checkpoint every epoch into this folder")
@@ -127,6 +134,7 @@ def train(
                 "weight_decay": weight_decay,
                 "seed": seed,
                 "device": device,
+                "precision": precision,
                 "compile": compile_model,
                 "distill": distill,
             },

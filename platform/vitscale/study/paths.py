@@ -17,7 +17,7 @@ from pydantic.fields import FieldInfo
 
 from vitscale.data.registry import DATASETS
 from vitscale.models.registry import MIXERS, REGIMES, moved_keys, sections
-from vitscale.train.config import TrialConfig
+from vitscale.train.config import AMP_MOVED, TrialConfig
 from vitscale.validation import unwrap_optional
 
 # Fields a study may not search, and what to do instead.
@@ -99,6 +99,8 @@ def suggest(path: str) -> str:
     section, _, key = path.rpartition(".")
     if section in ("model", "trial.model", "benchmark.model") and key in moved_keys():
         return f" (moved to {section}.{moved_keys()[key]})"
+    if path.removeprefix("trial.") == "train.amp":  # a space cannot search it: its values have a new key
+        return f" ({AMP_MOVED.removeprefix('train.amp: ')}: search train.precision)"
     close = difflib.get_close_matches(path, leaf_paths(), n=1, cutoff=0.75)
     return f" (did you mean {close[0]}?)" if close else ""
 

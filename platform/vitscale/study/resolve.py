@@ -107,11 +107,21 @@ def resolve_trial(spec: StudySpec, point: Mapping[str, Any], seed: int) -> Trial
 
 def run_trial(spec: StudySpec, point: Mapping[str, Any], seed: int) -> TrialConfig:
     """The trial as a worker runs it: `resolve_trial` with its CPU threads decided (train.threads,
-    else the trial's CPUs, `resources.cpu`). The trainable runs it and MLflow logs it, so the record
+    else the trial's CPUs, `resources.cpu`) and its precision (`auto`: bfloat16 on a GPU trial,
+    float32 on a CPU one, `trial_device_type`). The trainable runs it and MLflow logs it, so the record
     reruns the trial exactly (`vitscale train --from-run`)."""
     trial = resolve_trial(spec, point, seed)
+    trial = trial.with_precision(trial_device_type(trial, spec.resources.gpu))
     threads = trial.train.threads or max(1, int(spec.resources.cpu))
     return trial.model_copy(update={"train": trial.train.model_copy(update={"threads": threads})})
+
+
+def trial_device_type(trial: TrialConfig, gpus: float) -> str:
+    """`cuda` or `cpu`: where a study trial trains, decided on the driver (`train.precision: auto`
+    follows it): `train.device` when set, else cuda exactly when the trial asks for GPUs."""
+    if trial.train.device != "auto":
+        return trial.train.device.split(":")[0]
+    return "cuda" if gpus > 0 else "cpu"
 
 
 def run_params(trial: TrialConfig) -> dict[str, Any]:

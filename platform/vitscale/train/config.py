@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from vitscale.data.config import DataConfig
 from vitscale.data.registry import recommended_recipe
 from vitscale.models.config import ModelConfig
+from vitscale.precision import resolve_precision
 
 # Used where neither the trial nor the data set's recommended recipe sets a value.
 GENERIC_RECIPE: dict[str, Any] = {
@@ -107,10 +108,30 @@ class DistillConfig(BaseModel):
         return list(range(1, depth + 1)) if self.layers == "all" else sorted(set(self.layers))
 
 
+# The old boolean `train.amp` ("bf16 autocast on CUDA, ignored on CPU") in `precision` terms.
+AMP_AS_PRECISION = {True: "auto", False: "float32"}
+AMP_MOVED = (
+    "train.amp: replaced by train.precision (amp: true = precision: auto, amp: false = precision: float32)"
+)
+
+
 class TrainConfig(BaseModel):
     """The recipe. Fields of GENERIC_RECIPE left unset (None) are filled by `TrialConfig.resolved`."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _amp_is_precision(cls, values: Any) -> Any:
+        """`amp: true|false` (older study files, checkpoints and MLflow runs) reads as the precision
+        it meant, so their trials rerun as they ran; beside `precision` it is refused."""
+        if not isinstance(values, dict) or "amp" not in values:
+            return values
+        values = dict(values)
+        amp = values.pop("amp")
+        if "precision" in values or amp not in AMP_AS_PRECISION:
+            raise ValueError(f"{AMP_MOVED}; give only precision")
+        return {**values, "precision": AMP_AS_PRECISION[amp]}
 
     epochs: int | None = Field(None, ge=1, description=_RECIPE_NOTE + "10")
     batch_size: int | None = Field(None, ge=1, description=_RECIPE_NOTE + "128")
@@ -126,7 +147,12 @@ class TrainConfig(BaseModel):
     grad_clip: float | None = Field(1.0, gt=0, description="max global gradient norm; null = off")
     seed: int = Field(0, ge=0)
     device: str = Field("auto", description="auto | cpu | cuda | cuda:N")
-    amp: bool = Field(True, description="bf16 autocast on CUDA (ignored on CPU)")
+    precision: Literal["auto", "float32", "bfloat16"] = Field(
+        "auto",
+        description="forward precision of training and evaluation: bfloat16 = autocast (parameters, "
+        "gradients, optimizer state and loss stay float32) on CPU or CUDA; auto = bfloat16 on CUDA, "
+        "float32 on CPU; recorded as run (auto resolved)",
+    )
     compile: bool = Field(False, description="torch.compile the model")
     threads: int | None = Field(None, ge=1, description="torch CPU threads; default: the trial's CPUs")
     distill: DistillConfig | None = Field(
@@ -220,6 +246,14 @@ class TrialConfig(BaseModel):
         if not unset:
             return self
         return self.model_copy(update={"train": self.train.model_copy(update=unset)})
+
+    def with_precision(self, device_type: str) -> TrialConfig:
+        """This trial with `train.precision: auto` resolved for a device type (`cuda` -> bfloat16,
+        else float32; `vitscale.precision`), as it runs and as MLflow records it."""
+        precision = resolve_precision(self.train.precision, device_type)
+        if precision == self.train.precision:
+            return self
+        return self.model_copy(update={"train": self.train.model_copy(update={"precision": precision})})
 
 
 def resolutions_problem(resolutions, patch_size: int, patch_name: str) -> str | None:

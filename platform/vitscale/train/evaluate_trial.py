@@ -14,18 +14,16 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import torch
 
 from vitscale import data as vdata
 from vitscale.data.config import DataConfig
 from vitscale.device import resolve_device
 from vitscale.errors import UserError
 from vitscale.models import ModelConfig, build
+from vitscale.precision import autocast as precision_autocast
 from vitscale.tracking import store
 from vitscale.tracking.layout import DEFAULT_TRACKING_URI
 from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT
@@ -38,7 +36,7 @@ from vitscale.train.resolution_eval import evaluate_at_resolutions
 
 KEY = "evaluate"  # what an error line names: the positional RUN_ID_OR_CHECKPOINT
 TRIAL_FILE = "trial.json"  # beside a `vitscale train --checkpoint-dir` checkpoint (train.resume)
-_EVAL_KEYS = ("batch_size", "eval_batch_size", "amp")  # what evaluation reads of a run's train.*
+_EVAL_KEYS = ("batch_size", "eval_batch_size", "precision", "amp")  # what evaluation reads of a run's train.*
 
 
 @dataclass
@@ -83,11 +81,7 @@ def evaluate_trial(
         bundle = vdata.load(trial.data, torch_device)
         model = build(model_config).to(torch_device)
         model.load_state_dict(state.model)
-        autocast = (
-            torch.autocast("cuda", dtype=torch.bfloat16)
-            if torch_device.type == "cuda" and trial.train.amp
-            else nullcontext()
-        )
+        autocast = precision_autocast(trial.train.precision, torch_device)  # as it was trained
         metrics, predictions = evaluate_at_resolutions(
             model.eval(), bundle, trial, resolutions, splits, autocast
         )

@@ -10,7 +10,6 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from vitscale.errors import TrialDiverged, TrialOutOfMemory
 from vitscale.models import build
 from vitscale.models.config import ModelConfig
 from vitscale.models.measure import count_params
+from vitscale.precision import autocast as precision_autocast
 from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT, write_predictions
 from vitscale.train.checkpoint import (
     TrainState,
@@ -97,9 +97,9 @@ def fit(
     `resume_from` is not given, where training resumes from). `report(metrics, checkpoint_dir)`
     is called after every epoch, once the checkpoint is safely on disk.
     """
-    config = config.resolved()
+    device = resolve_device(config.train.device, "train.device")
+    config = config.resolved().with_precision(device.type)  # as the checkpoint records it
     train_cfg = config.train
-    device = resolve_device(train_cfg.device, "train.device")
     threads = with_threads(config).train.threads
     torch.set_num_threads(threads)
     seed_everything(train_cfg.seed)
@@ -139,11 +139,8 @@ def fit(
         history = list(state.history)
         cost.resume(history)
 
-    autocast = (
-        torch.autocast("cuda", dtype=torch.bfloat16)
-        if device.type == "cuda" and train_cfg.amp
-        else nullcontext()
-    )
+    # train.precision (auto resolved for this device): the forward of training and every evaluation
+    autocast = precision_autocast(train_cfg.precision, device)
     progress = EpochProgress(
         enabled=show_progress,
         epochs=train_cfg.epochs,

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from vitscale.device import resolve_device
 from vitscale.errors import UserError, make_folder
 from vitscale.tracking import layout, queued, store
 from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT
@@ -46,9 +47,10 @@ def train_trial(
     is downloaded first from `tracking_uri` (tracked or not), into the checkpoint folder if any."""
     check_checkpoint_dir(checkpoint_dir, resume)
     config = resolve_threads(config, checkpoint_dir, resume)
-    config = with_local_teacher(config, tracking_uri, checkpoint_dir)
+    device_type = resolve_device(config.train.device, "train.device").type
+    config = with_local_teacher(config, tracking_uri, checkpoint_dir).with_precision(device_type)
     if checkpoint_dir is not None:
-        check_same_config(config, checkpoint_dir, resume)
+        check_same_config(config, checkpoint_dir, resume, device_type)
 
     client = run_id = None
     logged = -1
@@ -131,12 +133,13 @@ def with_local_teacher(
     return config.model_copy(update={"train": config.train.model_copy(update={"distill": distill})})
 
 
-def check_same_config(config: TrialConfig, checkpoint_dir: Path, resume: bool) -> None:
+def check_same_config(config: TrialConfig, checkpoint_dir: Path, resume: bool, device_type: str) -> None:
     """A checkpoint continues only the run that wrote it: refuse a changed config on resume.
-    A fresh run writes its config into the folder."""
+    A fresh run writes its config into the folder (precision resolved for `device_type`, as run)."""
     path = checkpoint_dir / CONFIG_FILE
     if resume and path.is_file():
-        saved = trial_params(TrialConfig.model_validate(json.loads(path.read_text())))
+        saved = TrialConfig.model_validate(json.loads(path.read_text())).with_precision(device_type)
+        saved = trial_params(saved)
         now = trial_params(config)
         changed = [
             f"{k}={saved.get(k)} (now {now.get(k)})" for k in sorted(now) if saved.get(k) != now.get(k)
