@@ -18,6 +18,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from vitscale.bench.allocator import allocator_env
 from vitscale.bench.records import blank_record
 from vitscale.bench.worker import RECORD_PREFIX
 from vitscale.errors import OUT_OF_MEMORY
@@ -28,6 +29,7 @@ WORKER = [sys.executable, "-m", "vitscale.bench.worker"]
 def _call(request: dict[str, Any], threads: int | None, timeout: float | None) -> tuple[dict | None, str]:
     """(parsed reply or None, a one-line reason when there is none)."""
     env = dict(os.environ)
+    env.update(allocator_env(env))  # large buffers kept between calls, not re-faulted (allocator)
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)  # pools sized before torch.set_num_threads runs
     try:
