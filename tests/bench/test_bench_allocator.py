@@ -1,6 +1,7 @@
-"""The allocator setting of benchmark workers, read back from a worker process `isolate` starts:
-its environment carries the setting, glibc then keeps a freed 64 MiB buffer instead of faulting it
-in again, and a GLIBC_TUNABLES the caller set passes through unchanged."""
+"""The allocator setting of benchmark workers, read back from worker processes `isolate` starts:
+a timing worker's environment carries it and glibc then keeps a freed 64 MiB buffer instead of
+faulting it in again; a memory worker runs with glibc's defaults; a GLIBC_TUNABLES the caller set
+passes through unchanged."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ ON_GLIBC = platform.libc_ver()[0] == "glibc"
 
 @pytest.fixture
 def read_back(tiny_config, monkeypatch):
-    """What a worker `isolate` starts for a cell reports (the timing path)."""
+    """What a worker `isolate` starts for a cell (the timing path) reports."""
     monkeypatch.setattr(isolate, "WORKER", [sys.executable, "-c", READ_BACK])
     config = tiny_config()
 
@@ -51,7 +52,7 @@ def read_back(tiny_config, monkeypatch):
     return call
 
 
-def test_a_worker_starts_with_the_allocator_setting(read_back, monkeypatch):
+def test_a_timing_worker_starts_with_the_allocator_setting(read_back, monkeypatch):
     monkeypatch.delenv(allocator.TUNABLES, raising=False)
     reply = read_back()
     assert reply["tunables"] == allocator.SETTING
@@ -65,6 +66,17 @@ def test_a_tunables_variable_the_caller_set_passes_through(read_back, monkeypatc
     reply = read_back()
     assert reply["tunables"] == ""
     if ON_GLIBC:  # above glibc's 32 MB mmap ceiling: munmap on free, every page faulted in again
+        assert reply["refaults"] >= reply["pages"]
+
+
+def test_a_memory_worker_keeps_glibcs_defaults(tiny_config, monkeypatch):
+    """Its peak RSS is the configuration's memory: measured with the allocator every process has."""
+    monkeypatch.setattr(isolate, "WORKER", [sys.executable, "-c", READ_BACK])
+    monkeypatch.delenv(allocator.TUNABLES, raising=False)
+    config = tiny_config()
+    reply = isolate.run_isolated(config, config.configurations()[0])
+    assert reply["tunables"] is None
+    if ON_GLIBC:
         assert reply["refaults"] >= reply["pages"]
 
 

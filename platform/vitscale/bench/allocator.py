@@ -12,10 +12,12 @@ high, freed buffers stay in the heap for the next call: no fault after the first
 glibc reads `GLIBC_TUNABLES` once, at process start, so the setting goes into the environment of
 the worker subprocess (`isolate`), never into a running process; other C libraries ignore it. A
 `GLIBC_TUNABLES` the caller already set (even empty) is theirs and passes through unchanged: set
-`GLIBC_TUNABLES=` to time with glibc's defaults. A heap that keeps its buffers can hold holes:
-glibc 2.36's posix_memalign (torch's CPU allocator) cannot reuse a freed hole of exactly its own
-size, so one buffer freed and requested again alone walks up the heap; in a forward many buffers
-free together, their holes merge, and the peak RSS measured stayed within 1 % of glibc's default.
+`GLIBC_TUNABLES=` to time with glibc's defaults.
+
+Timing only: a worker that measures peak memory keeps glibc's defaults. A heap that keeps freed
+buffers holds holes, and glibc 2.36's posix_memalign (torch's CPU allocator) cannot reuse a hole of
+exactly its own size, so the heap grows before it settles: with the setting the peak RSS above idle
+of one iteration rose from 210-217 to 237-238 MB (sdpa) and from 244-270 to 272-326 MB (SSoG).
 Training trials do not set it: at the sizes they train (28 to 64 px) no buffer passes 32 MB.
 """
 

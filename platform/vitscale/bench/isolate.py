@@ -6,6 +6,8 @@ the child's own idle peak, read before it builds the model: see `measure.measure
 A child the kernel kills with SIGKILL has, on a machine without other limits, almost always
 met the OOM killer: that is recorded as `out_of_memory`; any other death as `error` with the last
 line the child wrote on stderr. The sweep goes on either way.
+A cell's timing worker (`run_isolated_cell`) starts with `allocator`'s setting (large buffers kept,
+not re-faulted); a worker whose peak RSS is read (`run_isolated`) with glibc's defaults.
 """
 
 from __future__ import annotations
@@ -26,10 +28,14 @@ from vitscale.errors import OUT_OF_MEMORY
 WORKER = [sys.executable, "-m", "vitscale.bench.worker"]
 
 
-def _call(request: dict[str, Any], threads: int | None, timeout: float | None) -> tuple[dict | None, str]:
-    """(parsed reply or None, a one-line reason when there is none)."""
+def _call(
+    request: dict[str, Any], threads: int | None, timeout: float | None, timing_only: bool = False
+) -> tuple[dict | None, str]:
+    """(parsed reply or None, a one-line reason when there is none). `timing_only`: a worker whose
+    peak memory nobody reads, started with large buffers kept between calls (`allocator`)."""
     env = dict(os.environ)
-    env.update(allocator_env(env))  # large buffers kept between calls, not re-faulted (allocator)
+    if timing_only:
+        env.update(allocator_env(env))
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)  # pools sized before torch.set_num_threads runs
     try:
@@ -69,4 +75,4 @@ def run_isolated_cell(
 ) -> tuple[list[dict[str, Any]] | None, str]:
     """Round-robin timing of `points` in one fresh worker: (records, "") or (None, reason)."""
     request = {"config": config.model_dump(mode="json"), "cell": [dict(p) for p in points], "device": device}
-    return _call(request, config.threads, timeout)
+    return _call(request, config.threads, timeout, timing_only=True)
