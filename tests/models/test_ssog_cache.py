@@ -8,8 +8,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from vitscale import data as vdata
+from vitscale.bench.timing import inference_step
 from vitscale.models import ModelConfig, build
 from vitscale.models.mixers.ssog import SSoG
+from vitscale.train import TrialConfig
+from vitscale.train.evaluate import evaluate
+from vitscale.train.loop import trial_model_config
 
 CONFIG = dict(
     mixer="ssog",
@@ -21,7 +26,7 @@ CONFIG = dict(
     num_classes=4,
     ssog={"num_gaussians": 3},
 )
-REGIMES = {"looped": {}, "ode": {"ode": {"solver": "rk4", "step_size": 1.0}}}
+REGIMES = {"discrete": {}, "looped": {}, "ode": {"ode": {"solver": "rk4", "step_size": 1.0}}}
 IMAGES = torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(1))
 
 
@@ -68,16 +73,17 @@ def _same_state(model) -> torch.nn.Module:
 @pytest.mark.parametrize("regime", sorted(REGIMES))
 def test_kept_kernels_are_built_once_and_equal_the_autograd_path(regime):
     model = _model(regime)
-    [mixer] = _mixers(model)
-    calls = _count_kernel_builds(mixer)
+    mixers = _mixers(model)
+    calls = [_count_kernel_builds(m) for m in mixers]
     with torch.inference_mode():
         first = model(IMAGES)
     kept = _no_grad_forward(model)  # built under inference_mode, reused under no_grad
-    assert calls[0] == 1  # two forwards, `depth` or 4·depth (rk4) mixer calls: one build
+    assert [c[0] for c in calls] == [1] * len(mixers)  # two forwards, every mixer call: one build each
     with torch.enable_grad():
         autograd = model(IMAGES)
-    assert calls[0] == 1 + model.last_nfe if regime == "ode" else 1 + model.config.depth
-    assert mixer.kernel_cache.holds_entry is False  # a grad-enabled forward keeps nothing
+    mixer_calls = model.last_nfe if regime == "ode" else model.config.depth
+    assert sum(c[0] for c in calls) == len(mixers) + mixer_calls  # with autograd: one build per call
+    assert not any(m.kernel_cache.holds_entry for m in mixers)  # a grad-enabled forward keeps nothing
     torch.testing.assert_close(kept, first, rtol=0, atol=0)
     torch.testing.assert_close(kept, autograd.detach(), rtol=1e-6, atol=1e-6)
 
@@ -103,7 +109,7 @@ def test_a_fused_adamw_step_rebuilds_the_kept_kernels(regime):
     F.cross_entropy(model(torch.randn(4, 3, 8, 8)), torch.tensor([0, 1, 2, 3])).backward()
     model.eval()
     before = _no_grad_forward(model)  # kernels kept with the values before the step
-    [mixer] = _mixers(model)
+    mixer = _mixers(model)[0]
     sigma = mixer.log_sigma.detach().clone()
     optimizer.step()  # fused: writes parameters without bumping their version counters
     assert not mixer.log_sigma.equal(sigma)  # the kernels the cache holds are now stale
@@ -130,6 +136,64 @@ def test_an_in_place_ema_update_rebuilds_the_kept_kernels(regime):
     after = _no_grad_forward(model)
     assert not after.equal(before)
     torch.testing.assert_close(after, _no_grad_forward(_same_state(model)), rtol=0, atol=0)
+
+
+def test_a_trial_evaluation_builds_each_kernel_once_for_all_its_batches():
+    """`evaluate` (every epoch's validation, the final test) runs under inference_mode: one build per
+    mixer for the whole split, and after a training step (new parameters) one more."""
+    config = TrialConfig.model_validate(
+        {
+            "model": {
+                "mixer": "ssog",
+                "regime": "looped",
+                "width": 12,
+                "depth": 3,
+                "heads": 3,
+                "patch_size": 4,
+            },
+            "data": {"dataset": "digits", "resolution": 16, "num_train": 64, "num_val": 64},
+            "train": {"batch_size": 16, "eval_batch_size": 16, "threads": 1},
+        }
+    ).resolved()
+    bundle = vdata.load(config.data)
+    model = build(trial_model_config(config, bundle))
+    [mixer] = _mixers(model)
+    calls = _count_kernel_builds(mixer)
+    first = evaluate(model, bundle, config)
+    assert calls[0] == 1  # 4 batches x 3 mixer calls
+    assert evaluate(model, bundle, config) == first and calls[0] == 1  # the next epoch's, unchanged
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.1, fused=False)
+    images = torch.randn(16, bundle.in_chans, 16, 16)
+    F.cross_entropy(model(images), bundle.train_labels[:16]).backward()
+    optimizer.step()
+    builds_in_training = calls[0] - 1
+    assert evaluate(model, bundle, config) != first
+    assert calls[0] == 1 + builds_in_training + 1
+
+
+def test_a_benchmark_inference_step_builds_each_kernel_once_for_all_its_repeats():
+    model = _model("discrete")
+    mixers = _mixers(model)
+    counts = [_count_kernel_builds(m) for m in mixers]
+    step = inference_step(model, IMAGES, torch.device("cpu"), "float32")
+    outputs = [step() for _ in range(4)]  # warm-up and timed repeats alike
+    assert [c[0] for c in counts] == [1] * len(mixers)
+    assert all(o.equal(outputs[0]) for o in outputs)
+
+
+def test_the_kept_column_kernel_is_materialised_over_rows(tiny):
+    """Kept, step 2's operand is a real (heads, H, W, K·W) batch, not a broadcast view copied per call."""
+    mixer = SSoG(tiny(mixer="ssog"))
+    with torch.no_grad():
+        rows, cols = mixer.operands_for((4, 6), torch.float32)
+    k = mixer.num_gaussians
+    assert rows.shape == (mixer.heads, 4 * k, 4)
+    assert cols.shape == (mixer.heads, 4, 6, k * 6) and cols.is_contiguous()
+    with torch.enable_grad():
+        autograd_rows, autograd_cols = mixer.operands((4, 6))
+    torch.testing.assert_close(cols, autograd_cols.expand_as(cols).detach(), rtol=0, atol=0)
+    torch.testing.assert_close(rows, autograd_rows.detach(), rtol=0, atol=0)
 
 
 def test_a_mixer_called_alone_checks_its_parameters_on_every_call(tiny):

@@ -8,6 +8,8 @@ met the OOM killer: that is recorded as `out_of_memory`; any other death as `err
 line the child wrote on stderr. The sweep goes on either way. The child starts with
 `OMP_WAIT_POLICY=PASSIVE` (unless the user set a policy) and `OMP_NUM_THREADS` = the config's
 threads: spinning OpenMP threads on shared cores time each other (`vitscale.openmp`).
+A cell's timing worker (`run_isolated_cell`) starts with `allocator`'s setting (large buffers kept,
+not re-faulted); a worker whose peak RSS is read (`run_isolated`) with glibc's defaults.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vitscale import openmp
+from vitscale.bench.allocator import allocator_env
 from vitscale.bench.records import blank_record
 from vitscale.bench.worker import RECORD_PREFIX
 from vitscale.errors import OUT_OF_MEMORY
@@ -28,11 +31,16 @@ from vitscale.errors import OUT_OF_MEMORY
 WORKER = [sys.executable, "-m", "vitscale.bench.worker"]
 
 
-def _call(request: dict[str, Any], threads: int | None, timeout: float | None) -> tuple[dict | None, str]:
-    """(parsed reply or None, a one-line reason when there is none)."""
+def _call(
+    request: dict[str, Any], threads: int | None, timeout: float | None, timing_only: bool = False
+) -> tuple[dict | None, str]:
+    """(parsed reply or None, a one-line reason when there is none). `timing_only`: a worker whose
+    peak memory nobody reads, started with large buffers kept between calls (`allocator`)."""
     # Passive OpenMP waiting unless the user chose a policy, and the pool sized before
     # torch.set_num_threads runs (vitscale.openmp): read once, when the worker imports torch.
     env = {**os.environ, **openmp.worker_env(threads)}
+    if timing_only:
+        env.update(allocator_env(env))
     try:
         proc = subprocess.run(
             WORKER, input=json.dumps(request), capture_output=True, text=True, timeout=timeout, env=env
@@ -92,4 +100,4 @@ def run_isolated_cell(
 ) -> tuple[list[dict[str, Any]] | None, str]:
     """Round-robin timing of `points` in one fresh worker: (records, "") or (None, reason)."""
     request = {"config": config.model_dump(mode="json"), "cell": [dict(p) for p in points], "device": device}
-    return _call(request, config.threads, timeout)
+    return _call(request, config.threads, timeout, timing_only=True)

@@ -42,6 +42,10 @@ rebuilds them. `kernel_cache_scope`, which `VisionTransformer` opens around each
 that comparison once per forward rather than once per call. Kept between forwards: heads·H·K·H +
 heads·H·W·K·W elements per mixer. With autograd on the cache is not used: every call builds its
 own kernels.
+The K-fold intermediate u is not kept between calls (an `out=` buffer): one per mixer would hold
+depth·|u| beyond the peak in a discrete model (28 MB each at 768 px, width 192, batch 4), and
+its cost was glibc re-faulting it on every call, which the benchmark workers' allocator setting
+removes for every large buffer at once (`bench.allocator`).
 FLOPs per image: 2·K·N·(H + W)·C.
 """
 
