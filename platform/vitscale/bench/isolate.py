@@ -5,7 +5,10 @@ from the CLI, pytest and a Ray worker), and the child's peak RSS is the configur
 the child's own idle peak, read before it builds the model: see `measure.measure_configuration`).
 A child the kernel kills with SIGKILL has, on a machine without other limits, almost always
 met the OOM killer: that is recorded as `out_of_memory`; any other death as `error` with the last
-line the child wrote on stderr. The sweep goes on either way.
+line the child wrote on stderr. The sweep goes on either way. A child that dies after writing a
+record (in the training step of its memory phase: see `worker`) keeps that record, its death
+added to the record's `error` and, where the record was not finished (not yet timed), as its
+status: the inference memory survives a training step that met the OOM killer.
 """
 
 from __future__ import annotations
@@ -36,23 +39,50 @@ def _call(request: dict[str, Any], threads: int | None, timeout: float | None) -
         )
     except subprocess.TimeoutExpired:
         return None, f"error: TimeoutExpired: the worker ran past {timeout:g} s"
-    for line in reversed(proc.stdout.splitlines()):
-        if line.startswith(RECORD_PREFIX):
-            return json.loads(line[len(RECORD_PREFIX) :]), ""
+    reply = next(
+        (
+            json.loads(ln[len(RECORD_PREFIX) :])
+            for ln in reversed(proc.stdout.splitlines())
+            if ln.startswith(RECORD_PREFIX)
+        ),
+        None,
+    )
+    if reply is None:
+        return None, _death(proc)
+    if proc.returncode:  # it died after handing back (part of) its work
+        death = _death(proc)
+        reply["error"] = f"{reply.get('error') or 'worker died'} ({death})"
+        if reply.get("status") != "ok":  # what it had still to do, it did not: its death is the status
+            reply["status"] = death.partition(": ")[0]
+    return reply, ""
+
+
+def _death(proc: subprocess.CompletedProcess) -> str:
+    """'out_of_memory: worker killed by SIGKILL (...)' / 'error: ...': why a worker ended badly."""
     if proc.returncode < 0:
         sig = signal.Signals(-proc.returncode).name
         if -proc.returncode == signal.SIGKILL:
-            return None, f"{OUT_OF_MEMORY}: worker killed by {sig} (most likely the kernel's OOM killer)"
-        return None, f"error: worker killed by {sig}"
+            return f"{OUT_OF_MEMORY}: worker killed by {sig} (most likely the kernel's OOM killer)"
+        return f"error: worker killed by {sig}"
     tail = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
-    return None, f"error: worker exited with {proc.returncode}: {tail[-1] if tail else 'no output'}"
+    return f"error: worker exited with {proc.returncode}: {tail[-1] if tail else 'no output'}"
 
 
 def run_isolated(
-    config, point: Mapping[str, Any], device: str = "cpu", timeout: float | None = None
+    config,
+    point: Mapping[str, Any],
+    device: str = "cpu",
+    timeout: float | None = None,
+    timed: bool = True,
 ) -> dict[str, Any]:
-    """The record of one configuration, measured in a fresh worker process."""
-    request = {"config": config.model_dump(mode="json"), "point": dict(point), "device": device}
+    """The record of one configuration, measured in a fresh worker process: its memory, and
+    unless `timed` is off (its timing then comes from `run_isolated_cell`) its timing."""
+    request = {
+        "config": config.model_dump(mode="json"),
+        "point": dict(point),
+        "device": device,
+        "timed": timed,
+    }
     reply, reason = _call(request, config.threads, timeout)
     if reply is not None:
         return reply

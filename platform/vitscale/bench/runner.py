@@ -4,10 +4,13 @@ A cell is one regime x resolution: the configurations whose ratios the table rep
 in `BenchmarkConfig.configurations()` order. On CUDA each is measured in this process, one
 after another (the allocator's counters are per configuration, and a GPU is not shared).
 On CPU each configuration first runs alone in a fresh subprocess for its peak RSS above that
-subprocess's idle peak (one iteration, see `isolate`), then the cell's configurations are timed together in one more
-subprocess, round-robin (`measure.measure_interleaved`): on a machine shared with other work
+subprocess's idle peak (one eager inference iteration and one training step, untimed, never
+compiled: see `measure.measure_memory`), then the cell's configurations are timed together in one
+more subprocess, round-robin (`measure.measure_interleaved`): on a machine shared with other work
 the load changes from minute to minute, and only iterations interleaved with each other see
-the same load, so only they give honest ratios.
+the same load, so only they give honest ratios. Memory needs a process per configuration and
+timing one per cell, and a compiled model cannot move between processes: so only the timing
+worker compiles, and `--compile` is paid once per configuration.
 """
 
 from __future__ import annotations
@@ -47,8 +50,7 @@ def cells(points: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 def measure_cell_isolated(config, cell: list[dict[str, Any]], device: str = "cpu") -> list[dict[str, Any]]:
     """Peak memory of each configuration alone, then their timing round-robin in one worker."""
-    alone = config.model_copy(update={"warmup": 0, "repeats": 1})
-    records = [run_isolated(alone, point, device) for point in cell]
+    records = [run_isolated(config, point, device, timed=False) for point in cell]
     ok = [i for i, r in enumerate(records) if r["status"] == "ok"]
     timed, reason = run_isolated_cell(config, [cell[i] for i in ok], device) if ok else ([], "")
     for i, record in enumerate(records):
@@ -58,9 +60,10 @@ def measure_cell_isolated(config, cell: list[dict[str, Any]], device: str = "cpu
         t = timed[ok.index(i)] if timed is not None else None
         if t is not None and t["status"] == "ok":
             record.update({k: t[k] for k in (*TIMING_KEYS, "timing", "nfe")})
-        else:  # keep the one iteration of the memory run, and say why
+        else:  # keep the one eager iteration of the memory run, and say why
             record.update(timing="single", warmup=0, repeats=1)
-            record["error"] = f"interleaved timing failed: {(t or {}).get('error') or reason}"
+            failed = f"interleaved timing failed: {(t or {}).get('error') or reason}"
+            record["error"] = "; ".join(filter(None, (record.get("error"), failed)))
     return records
 
 
