@@ -113,3 +113,27 @@ def test_bad_study_name_fails_before_measuring(capsys):
         main(["bench", *SMALL, "--tracking-uri", "sqlite:///unused.db", "--name", "Bad Name"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.startswith("error: name: 'Bad Name': use lowercase letters")
+
+
+def test_the_table_puts_both_ceilings_and_both_modes_memory_beside_sdpa(tmp_path, capsys):
+    lines = tmp_path / "bench.jsonl"
+    args = ["--mixers", "attention,ssog,pooling", "--regimes", "discrete", "--resolutions", "16"]
+    main(["bench", *args, *SMALL, "--attention-backend", "sdpa,math", "--jsonl", str(lines)])
+    out = capsys.readouterr().out
+    records = {
+        (r["mixer"], r["attention_backend"]): r for r in map(json.loads, lines.read_text().splitlines())
+    }
+    assert len(records) == 4 and all(r["status"] == "ok" for r in records.values()), records
+    for r in records.values():  # each mode's peak above the idle worker, measured alone
+        assert r["inference_memory_mb"] > 0 and r["train_memory_mb"] > 0 and r["timing"] == "interleaved"
+    sdpa, pool, ssog = records[("attention", "sdpa")], records[("pooling", None)], records[("ssog", None)]
+    [row] = [ln for ln in out.splitlines() if ln.split()[:1] == ["ssog"]][:1]
+    cells = row.split()
+    flop_ceiling = f"{sdpa['flops_per_image'] / ssog['flops_per_image']:.2f}×"
+    pool_ceiling = f"{sdpa['cpu_ms'] / pool['cpu_ms']:.2f}×"
+    assert cells[-4:-2] == [flop_ceiling, pool_ceiling], row
+    assert (
+        f"{ssog['train_memory_mb']:,.0f}" in cells and "÷ attention/sdpa" in out and "÷ attention/math" in out
+    )
+    assert max(len(line) for line in out.splitlines()) <= 120  # a pipe gets the table at 120 columns
+    assert "pool ceil:" in " ".join(out.split())

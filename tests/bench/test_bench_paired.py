@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from vitscale.bench import isolate, paired
+from vitscale.bench import paired
+from vitscale.bench.runner import measure_paired
 from vitscale.bench.trial import measure_trial, trial_result
 from vitscale.study import load_study
 
@@ -37,10 +38,10 @@ def test_paired_metrics_divide_the_timings_taken_together():
     assert paired.paired_metrics({"status": "error"}, [sdpa]) == {}
 
 
-def test_one_worker_measures_the_candidates_memory_alone_then_times_it_beside_attention(tiny_config):
+def test_the_candidates_memory_is_measured_alone_then_it_is_timed_beside_attention(tiny_config):
     config = tiny_config(attention_backends=["sdpa", "math"])
     point = {"mixer": "ssog", "regime": "discrete", "resolution": 16, "attention_backend": None}
-    record = isolate.run_isolated_paired(config, point, paired.references(config, point))
+    record = measure_paired(config, point, paired.references(config, point))
     assert record["status"] == "ok", record.get("error")
     assert record["timing"] == "interleaved" and record["repeats"] == config.repeats
     assert record["memory_kind"] == "rss_above_idle" and record["peak_memory_mb"] >= 0

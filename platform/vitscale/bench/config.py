@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from vitscale.models.config import ModelConfig
-from vitscale.models.registry import MIXERS, REGIMES, moved_keys
+from vitscale.models.registry import BASELINE, CANDIDATE, CEILING, MIXERS, REGIMES, moved_keys
 
 # The model a sweep measures unless `benchmark.model` says otherwise: ViT-Ti/16, CIFAR-100 head, and
 # rk4 with step 1 for the ode regime: a fixed grid, so every mixer does the same 4·depth function
@@ -45,7 +45,12 @@ class BenchmarkConfig(BaseModel):
         "regime and image_size are set per configuration. Unset fields: ViT-Ti/16, 100 classes, "
         "ode solver rk4 with step 1",
     )
-    mixers: list[str] = Field(["attention", "ssog"], min_length=1, description="token mixers to compare")
+    mixers: list[str] = Field(
+        [BASELINE, CANDIDATE, CEILING],
+        min_length=1,
+        description="token mixers to compare; pooling (mixing almost free) gives the table's measured "
+        "ceiling: what any mixer could gain over attention on this machine",
+    )
     regimes: list[str] = Field(["discrete", "looped", "ode"], min_length=1)
     resolutions: list[int] = Field([224, 384, 512, 768, 1024], min_length=1, description="image sides")
     batch_size: int = Field(8, ge=1, description="matched across mixers")
@@ -56,6 +61,12 @@ class BenchmarkConfig(BaseModel):
     device: Literal["cpu", "cuda", "auto"] = "auto"
     attention_backends: list[Literal["sdpa", "math"]] = Field(
         ["sdpa", "math"], min_length=1, description="attention is measured once per backend"
+    )
+    train_memory: bool = Field(
+        True,
+        description="also measure each configuration's peak memory in one eager training step "
+        "(forward + backward + AdamW) beside inference's, whatever `mode` times; off where a "
+        "training step would not fit in memory (on CPU the OOM killer would end the configuration)",
     )
     compile: bool = Field(False, description="torch.compile each model before timing")
     compile_mode: Literal["default", "reduce-overhead", "max-autotune"] = Field(

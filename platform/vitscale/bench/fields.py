@@ -19,9 +19,12 @@ from vitscale.bench.records import flat_model, series
 from vitscale.tracking import layout
 from vitscale.tracking.layout import BENCH_METRICS
 
-# Beside BENCH_METRICS: the idle peak and whole-process peak (CPU), CPU time, the repeats' spread
-# (what a ratio must beat: bench.margin) and CPU time over wall × threads (bench.contention).
+# Beside BENCH_METRICS: each mode's peak (peak_memory_mb is the sweep's mode's), the idle peak and
+# whole-process peak (CPU), CPU time, the repeats' spread (what a ratio must beat: bench.margin)
+# and CPU time over wall × threads (bench.contention).
 EXTRA_METRICS = (
+    "inference_memory_mb",
+    "train_memory_mb",
     "baseline_memory_mb",
     "process_peak_rss_mb",
     "cpu_ms",

@@ -47,52 +47,62 @@ def _call(
         )
     except subprocess.TimeoutExpired:
         return None, f"error: TimeoutExpired: the worker ran past {timeout:g} s"
-    for line in reversed(proc.stdout.splitlines()):
-        if line.startswith(RECORD_PREFIX):
-            return json.loads(line[len(RECORD_PREFIX) :]), ""
+    reply = next(
+        (
+            json.loads(ln[len(RECORD_PREFIX) :])
+            for ln in reversed(proc.stdout.splitlines())
+            if ln.startswith(RECORD_PREFIX)
+        ),
+        None,
+    )
+    if reply is None:
+        return None, _death(proc)
+    if proc.returncode:  # it died after handing back (part of) its work
+        death = _death(proc)
+        reply["error"] = f"{reply.get('error') or 'worker died'} ({death})"
+        if reply.get("status") != "ok":  # what it had still to do, it did not: its death is the status
+            reply["status"] = death.partition(": ")[0]
+    return reply, ""
+
+
+def _death(proc: subprocess.CompletedProcess) -> str:
+    """'out_of_memory: worker killed by SIGKILL (...)' / 'error: ...': why a worker ended badly."""
     if proc.returncode < 0:
         sig = signal.Signals(-proc.returncode).name
         if -proc.returncode == signal.SIGKILL:
-            return None, f"{OUT_OF_MEMORY}: worker killed by {sig} (most likely the kernel's OOM killer)"
-        return None, f"error: worker killed by {sig}"
+            return f"{OUT_OF_MEMORY}: worker killed by {sig} (most likely the kernel's OOM killer)"
+        return f"error: worker killed by {sig}"
     tail = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
-    return None, f"error: worker exited with {proc.returncode}: {tail[-1] if tail else 'no output'}"
+    return f"error: worker exited with {proc.returncode}: {tail[-1] if tail else 'no output'}"
 
 
-def _record(answer: tuple[dict | None, str], config, point: Mapping[str, Any], device: str) -> dict[str, Any]:
-    """The worker's record, or the point's blank record with the status and reason of its failure."""
-    reply, reason = answer
+def run_isolated(
+    config,
+    point: Mapping[str, Any],
+    device: str = "cpu",
+    timeout: float | None = None,
+    timed: bool = True,
+) -> dict[str, Any]:
+    """The record of one configuration, measured in a fresh worker process: its memory, and
+    unless `timed` is off (its timing then comes from `run_isolated_cell`) its timing."""
+    request = {
+        "config": config.model_dump(mode="json"),
+        "point": dict(point),
+        "device": device,
+        "timed": timed,
+    }
+    reply, reason = _call(request, config.threads, timeout)
     if reply is not None:
         return reply
+    return failed_record(config, point, device, reason)
+
+
+def failed_record(config, point: Mapping[str, Any], device: str, reason: str) -> dict[str, Any]:
+    """The point's blank record with the status and message of `reason` ('out_of_memory: ...')."""
     record = blank_record(config, point, device)
     status, _, message = reason.partition(": ")
     record.update(status=status, error=message)
     return record
-
-
-def run_isolated(
-    config, point: Mapping[str, Any], device: str = "cpu", timeout: float | None = None
-) -> dict[str, Any]:
-    """The record of one configuration, measured in a fresh worker process."""
-    request = {"config": config.model_dump(mode="json"), "point": dict(point), "device": device}
-    return _record(_call(request, config.threads, timeout), config, point, device)
-
-
-def run_isolated_paired(
-    config,
-    point: Mapping[str, Any],
-    refs: list[Mapping[str, Any]],
-    device: str = "cpu",
-    timeout: float | None = None,
-) -> dict[str, Any]:
-    """The record of `point` timed round-robin beside `refs` in one fresh worker (bench.paired)."""
-    request = {
-        "config": config.model_dump(mode="json"),
-        "point": dict(point),
-        "paired": [dict(r) for r in refs],
-        "device": device,
-    }
-    return _record(_call(request, config.threads, timeout), config, point, device)
 
 
 def run_isolated_cell(

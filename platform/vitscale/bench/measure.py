@@ -15,12 +15,18 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from vitscale import openmp
 from vitscale.bench.contention import cpu_wall_ratio
-from vitscale.bench.memory import cuda_peak_mb, cuda_reset, is_oom, own_peak_rss_mb, release
-from vitscale.bench.paired import paired_metrics
+from vitscale.bench.memory import (
+    cuda_peak_mb,
+    cuda_reset,
+    is_oom,
+    own_peak_rss_mb,
+    release,
+    reset_peak_rss,
+)
 from vitscale.bench.records import blank_record
 from vitscale.bench.timing import (
     inference_step,
@@ -61,9 +67,12 @@ TIMING_KEYS = (
 def idle_peak_mb() -> float:
     """This worker's peak RSS with everything a measurement loads but the model: counting FLOPs
     imports sympy and ~800 modules at its first use (~85 MB, the same for every configuration, and
-    all that a tiny model's "peak above idle" was before they were loaded first)."""
+    all that a tiny model's "peak above idle" was before they were loaded first). Where the peak
+    can be reset (`memory.reset_peak_rss`) it is, first: the idle RSS, from which each mode's peak
+    is then measured after its own reset."""
     with torch.inference_mode(), flop_counter():
         torch.ones(2, 2) @ torch.ones(2, 2)
+    reset_peak_rss()
     return own_peak_rss_mb()
 
 
@@ -92,40 +101,113 @@ def measure_configuration(
     *,
     device: str | None = None,
     process_rss: bool = False,
+    timed: bool = True,
+    on_partial: Callable[[dict[str, Any]], None] | None = None,
     build_model: Callable[[ModelConfig], nn.Module] | None = None,
 ) -> dict[str, Any]:
     """The record of `point` under `config` (a BenchmarkConfig).
 
-    process_rss: on CPU, report this process's peak RSS above its own idle peak, read before the
-    model is built (`peak_memory_mb`, memory_kind `rss_above_idle`; the idle peak is
-    `baseline_memory_mb`, the whole process `process_peak_rss_mb`) — only meaningful in a
-    subprocess that measures nothing else (`vitscale.bench.isolate`); otherwise the CPU peak is
-    left empty rather than reporting an earlier configuration's high-water mark.
+    Memory (CUDA always; CPU with process_rss) comes first, from one eager iteration of each mode
+    (`measure_memory`); then, if `timed`, the seeded model is built again (the training step
+    moved its weights), compiled if asked, and timed. Untimed, the record keeps the timed mode's
+    one eager iteration of the memory phase (`timing` single): what `runner` falls back on when the
+    interleaved timing fails. So a configuration is compiled once, where it is timed.
+    process_rss: on CPU, memory as this process's peak RSS above its own idle peak, read before the
+    model is built (memory_kind `rss_above_idle`; the idle peak is `baseline_memory_mb`) — only
+    meaningful in a subprocess that measures nothing else (`vitscale.bench.isolate`); otherwise
+    the CPU peaks are left empty rather than reporting an earlier configuration's high-water mark.
+    on_partial: called with the record as it stands once inference memory is in, before the
+    training step of an inference sweep (which may meet the OOM killer on CPU), so the worker can
+    hand that much back (`config.train_memory` off skips that step).
     build_model: ModelConfig -> module (default `vitscale.models.build`, looked up per call).
     """
     dev = torch.device(device or resolve_device(config.device))
     record = _start(config, point, dev)
+    build_model = build_model or build
     if dev.type == "cpu" and process_rss:  # the idle worker: imported, configured, no model yet
         record["baseline_memory_mb"] = idle_peak_mb()
     try:
-        model, step = _prepare(record, config, point, dev, build_model or build)
-        if dev.type == "cuda":
-            record["baseline_memory_mb"] = cuda_reset(dev)
-        cpu_times: list[float] = []
-        times = time_iterations(step, effective_warmup(config), config.repeats, synchronizer(dev), cpu_times)
-        if dev.type == "cuda":
-            record["peak_memory_mb"], record["memory_kind"] = cuda_peak_mb(dev), "cuda_max_allocated"
-        elif process_rss:
-            record["process_peak_rss_mb"] = own_peak_rss_mb()
-            record["peak_memory_mb"] = record["process_peak_rss_mb"] - record["baseline_memory_mb"]
-            record["memory_kind"] = "rss_above_idle"
-        _finish(record, config, model, times, cpu_times, dev)
-        record["timing"] = "sequential"
-        del model, step
+        model, images, labels = _build(record, config, point, dev, build_model)
+        sample: tuple[list[float], list[float]] = ([], [])
+        if dev.type == "cuda" or process_rss:
+            sample = measure_memory(record, config, model, images, labels, dev, on_partial, timed)
+            if timed:
+                del model
+                model, images, labels = _build(record, config, point, dev, build_model, count_flops=False)
+        if timed:
+            step = _step(config, model, images, labels, dev)
+            cpu_times: list[float] = []
+            wall = time_iterations(
+                step, effective_warmup(config), config.repeats, synchronizer(dev), cpu_times
+            )
+            sample = (wall, cpu_times)
+            del step
+        _finish(record, config, model, *sample, dev)
+        record["timing"] = "sequential" if timed else "single"
+        del model
     except Exception as exc:  # one configuration fails, the sweep goes on
         _fail(record, exc)
     release(dev)  # outside the except block: the traceback no longer pins the tensors
     return record
+
+
+def measure_memory(
+    record: dict[str, Any],
+    config,
+    model: nn.Module,
+    images: Tensor,
+    labels: Tensor,
+    dev: torch.device,
+    on_partial: Callable[[dict[str, Any]], None] | None = None,
+    timed: bool = False,
+) -> tuple[list[float], list[float]]:
+    """`inference_memory_mb` and `train_memory_mb` (forward + backward + AdamW step) from one eager
+    iteration each, every peak read alone: CUDA's counters reset, the CPU's VmHWM lowered to the
+    current RSS (`memory.reset_peak_rss`; where that fails, no train-mode peak is reported rather
+    than one that includes the inference peak). `peak_memory_mb` is the sweep's mode's. Eager even
+    under `compile`: a compiling process's RSS counts the compiler, and compiling here as well as
+    where the configuration is timed paid ~95 s twice on CPU. A training step that runs out of
+    memory in an inference sweep leaves `train_memory_mb` empty and says so in `error`; in a
+    train sweep it fails the configuration. Before that step, `on_partial` gets the record so far:
+    status ok with its one eager iteration where nothing more will be timed, else not ok (what a
+    worker killed in that step hands back: its inference memory, and why it has no timing).
+    Returns the sweep's mode's iteration (wall, CPU s)."""
+    sample: tuple[list[float], list[float]] = ([], [])
+    steps = {"inference": lambda: inference_step(model, images, dev, config.dtype)}
+    if config.train_memory or config.mode == "train":
+        steps["train"] = lambda: train_step(model, images, labels, dev, config.dtype)
+    for mode, make_step in steps.items():
+        if dev.type == "cuda":
+            allocated, readable = cuda_reset(dev), True
+            if mode == "inference":  # weights and inputs
+                record["baseline_memory_mb"] = allocated
+        else:  # without a reset, a peak runs from the idle one: the sweep's mode's is reported so
+            readable = reset_peak_rss() or mode in ("inference", config.mode)
+        if not readable:
+            continue
+        if mode == "train" and config.mode == "inference" and on_partial is not None:
+            partial = {**record, "error": "train-mode memory: the worker died in its training step"}
+            if not timed:
+                _finish(partial, config, model, *sample, dev)
+                partial["timing"] = "single"
+            on_partial(partial)
+        cpu: list[float] = []
+        try:
+            wall = time_iterations(make_step(), 0, 1, synchronizer(dev), cpu)
+        except Exception as exc:
+            if mode == config.mode or not is_oom(exc):
+                raise
+            record["error"] = f"train-mode memory: {OUT_OF_MEMORY}: {type(exc).__name__}"
+            continue
+        peak = cuda_peak_mb(dev) if dev.type == "cuda" else own_peak_rss_mb() - record["baseline_memory_mb"]
+        record[f"{mode}_memory_mb"] = peak
+        if mode == config.mode:
+            sample = (wall, cpu)
+    record["peak_memory_mb"] = record.get(f"{config.mode}_memory_mb")
+    record["memory_kind"] = "cuda_max_allocated" if dev.type == "cuda" else "rss_above_idle"
+    if dev.type == "cpu" and record["peak_memory_mb"] is not None:
+        record["process_peak_rss_mb"] = record["baseline_memory_mb"] + record["peak_memory_mb"]
+    return sample
 
 
 def measure_interleaved(
@@ -149,9 +231,8 @@ def measure_interleaved(
         record = _start(config, point, dev)
         records.append(record)
         try:
-            live.append(
-                [record, *_prepare(record, config, point, dev, build_model or build, count_flops), [], []]
-            )
+            model, images, labels = _build(record, config, point, dev, build_model or build, count_flops)
+            live.append([record, model, _step(config, model, images, labels, dev), [], []])
         except Exception as exc:
             _fail(record, exc)
     sync = synchronizer(dev)
@@ -176,37 +257,8 @@ def measure_interleaved(
     return records
 
 
-def measure_paired(
-    config,
-    point: Mapping[str, Any],
-    refs: list[Mapping[str, Any]],
-    *,
-    device: str | None = None,
-    build_model: Callable[[ModelConfig], nn.Module] | None = None,
-) -> dict[str, Any]:
-    """`point` alone for one iteration (its peak memory; above this process's idle peak on CPU),
-    then `point` and `refs` round-robin (its timing and, per reference, `paired_*`: bench.paired).
-    A failed reference leaves only its ratios out; a failed round-robin keeps the one iteration."""
-    alone = config.model_copy(update={"warmup": 0, "repeats": 1})
-    record = measure_configuration(alone, point, device=device, process_rss=True, build_model=build_model)
-    record["warmup"], record["repeats"] = effective_warmup(config), config.repeats
-    if record["status"] != "ok":
-        return record
-    timed = measure_interleaved(
-        config, [point, *refs], device=device, count_flops=False, build_model=build_model
-    )
-    own = timed[0]
-    if own["status"] != "ok":
-        record.update(timing="single", warmup=0, repeats=1)
-        record["error"] = f"paired timing failed: {own.get('error') or own['status']}"
-        return record
-    record.update({k: own[k] for k in (*TIMING_KEYS, "timing", "nfe")})
-    record.update(paired_metrics(own, timed[1:]))
-    return record
-
-
-def _prepare(record, config, point, dev, build_model, count_flops: bool = True):
-    """(model, step): the seeded model on `dev`, its inputs, FLOPs counted, one iteration's closure."""
+def _build(record, config, point, dev, build_model, count_flops: bool = True):
+    """(model, images, labels): the seeded model on `dev` and its seeded inputs, FLOPs counted."""
     torch.manual_seed(config.seed)
     model = build_model(model_config(config, point)).to(dev)
     record["params"] = count_params(model)
@@ -219,11 +271,16 @@ def _prepare(record, config, point, dev, build_model, count_flops: bool = True):
         with torch.inference_mode(), precision(dev, config.dtype), flop_counter() as counter:
             model(images)
         record["flops_per_image"] = counter.get_total_flops() / config.batch_size
+    return model, images, labels
+
+
+def _step(config, model: nn.Module, images: Tensor, labels: Tensor, dev) -> Callable[[], Tensor]:
+    """One timed iteration of the sweep's mode, through torch.compile if asked."""
     mode = None if config.compile_mode == "default" else config.compile_mode
     runner = torch.compile(model, mode=mode) if config.compile else model
     if config.mode == "train":
-        return model, train_step(runner, images, labels, dev, config.dtype)
-    return model, inference_step(runner, images, dev, config.dtype)
+        return train_step(runner, images, labels, dev, config.dtype)
+    return inference_step(runner, images, dev, config.dtype)
 
 
 def _finish(record, config, model, times: list[float], cpu_times: list[float], dev) -> None:

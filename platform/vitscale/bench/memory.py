@@ -3,11 +3,12 @@
 CUDA: the caching allocator's own counters (reset before the first iteration, read after
 the last), exact and per device. CPU has no such counter, so each configuration runs in its
 own subprocess (see `isolate`) and its peak resident set size is read from the kernel (VmHWM, see
-`own_peak_rss_mb`) twice: once idle, before the model is built (Python, torch, vitscale and what
-counting FLOPs imports: ~370 MB, the same for every configuration; `measure.idle_peak_mb`), and once
-after the last iteration. The
-configuration's peak memory is the difference: with the idle part left in, every ratio between
-mixers read ~1.00×.
+`own_peak_rss_mb`): once idle, before the model is built (Python, torch, vitscale and what
+counting FLOPs imports: ~370 MB, the same for every configuration; `measure.idle_peak_mb`), then
+after one inference iteration and after one training step, the high-water mark reset to the
+current RSS before each (`reset_peak_rss`), so the two modes' peaks are told apart in one process.
+A mode's peak memory is its peak minus the idle one: with the idle part left in, every ratio
+between mixers read ~1.00×.
 """
 
 from __future__ import annotations
@@ -40,6 +41,16 @@ def own_peak_rss_mb() -> float:
     except OSError:
         pass
     return rss_to_mb(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def reset_peak_rss() -> bool:
+    """Lower this process's VmHWM to its current RSS (Linux: `5` into /proc/self/clear_refs, since
+    4.0); False where that is not possible, so a later peak still includes every earlier one."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
 
 
 def is_oom(exc: BaseException) -> bool:

@@ -6,15 +6,21 @@ benchmark's own fields (SCHEMA) and the measured model as `model.*` columns (`mo
 Missing values are None (JSON null, Parquet null): an `out_of_memory` record has no throughput, a
 non-ODE model no NFE.
 
-Memory: `peak_memory_mb` is `memory_kind`:
-- `cuda_max_allocated`: torch.cuda.max_memory_allocated over warmup and timed iterations
-  (weights, inputs, activations, and in train mode gradients and optimizer state);
-  `baseline_memory_mb` is what was allocated before the first iteration (weights + inputs).
+Memory: every configuration's peak in both modes, `inference_memory_mb` (one eager forward in
+eval + inference_mode) and `train_memory_mb` (one eager forward + backward + AdamW step: weights,
+activations kept for backward, gradients and optimizer state), each read alone (see
+bench.measure.measure_memory; never compiled); `peak_memory_mb` is the sweep's `mode`'s of the two.
+All are `memory_kind`:
+- `cuda_max_allocated`: torch.cuda.max_memory_allocated over the iteration;
+  `baseline_memory_mb` is what was allocated before it (weights + inputs).
 - `rss_above_idle` (CPU): what the configuration added to the isolated subprocess that measured
-  it alone — its peak resident set (VmHWM) at the end, `process_peak_rss_mb`, minus its peak before
-  the model was built, `baseline_memory_mb` (Python, torch, vitscale and the FLOP counter's imports
-  loaded: ~370 MB that every configuration pays alike and that made every ratio read ~1.00×).
+  it alone — its peak resident set (VmHWM) over the iteration, minus its peak before the model was
+  built, `baseline_memory_mb` (Python, torch, vitscale and the FLOP counter's imports loaded:
+  ~370 MB that every configuration pays alike and that made every ratio read ~1.00×);
+  `process_peak_rss_mb` is the whole process's peak in the sweep's mode.
   Records written before this field existed have memory_kind `process_peak_rss`: the whole process.
+  Records written before the two modes' fields have `peak_memory_mb` only, over warmup and timed
+  iterations.
 
 Timing: `latency_ms` is the median of `latencies_ms`, `latency_spread` their interquartile range
 over that median (what a ratio must beat, see bench.margin); on CPU `cpu_ms` / `cpu_spread` the
@@ -59,6 +65,8 @@ SCHEMA = pa.schema(
         ("cpu_spread", pa.float64()),  # the same spread for the CPU times
         ("cpu_wall_ratio", pa.float64()),  # CPU time / (wall x threads): ~1 unless contended
         ("peak_memory_mb", pa.float64()),  # CUDA: max allocated; CPU: peak RSS above the idle worker
+        ("inference_memory_mb", pa.float64()),  # the same for one eager inference iteration
+        ("train_memory_mb", pa.float64()),  # ... and one eager forward + backward + AdamW step
         ("baseline_memory_mb", pa.float64()),  # CUDA: allocated before iterating; CPU: the idle peak
         ("process_peak_rss_mb", pa.float64()),  # CPU: the worker's whole peak RSS
         ("memory_kind", pa.string()),  # cuda_max_allocated | rss_above_idle

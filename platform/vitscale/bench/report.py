@@ -1,5 +1,13 @@
-"""The records as rich tables: per regime, each resolution's series side by side, with the
-candidate/attention ratios of throughput and peak memory against every attention backend measured.
+"""The records as rich tables: per regime, each resolution's series side by side against the first
+attention backend (sdpa where measured), with both ceilings beside the ratios; then one compact table
+of the ratios against every other backend (math).
+
+The two ceilings say what a ratio could have been. FLOP ceiling: attention's FLOPs ÷ the mixer's
+(per image): the mixer's gain if time followed FLOPs. Pooling ceiling: the `pooling` mixer's
+throughput ÷ attention's, measured in the same cell: its mixing costs almost nothing, so what it
+gains is all any mixer can gain on this machine, given the work every mixer pays alike (MLP,
+GELU, LayerNorm, residual adds) that the FLOP count does not see. Memory is shown for both modes,
+inference and a training step, each beside its ratio.
 
 A ratio within its margin (the two configurations' repeat spreads added, at least 1 %: see
 `bench.margin`) is printed `≈1.00×`: a tie, not a difference. A CPU timing whose CPU time ran far
@@ -12,25 +20,36 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rich import box
 from rich.table import Table
 
 from vitscale.bench.contention import contention_note
 from vitscale.bench.margin import MIN_MARGIN, ratio_margin, side_spread, verdict
 from vitscale.bench.records import series
-from vitscale.models.registry import BASELINE, regime_order
+from vitscale.errors import OUT_OF_MEMORY
+from vitscale.models.registry import BASELINE, CEILING, regime_order
 
 # ratio key -> (the value it divides, which way is better, the records' spread of that value)
 RATIOS = {
     "throughput": ("images_per_second", True, "latency_spread"),
     "throughput_cpu": ("cpu_ms", False, "cpu_spread"),
     "memory": ("peak_memory_mb", False, None),
+    "memory_inference": ("inference_memory_mb", False, None),
+    "memory_train": ("train_memory_mb", False, None),
 }
+MEMORY_MODES = ("inference", "train")
+STATUS_LABELS = {OUT_OF_MEMORY: "oom"}  # as the analysis shows it; the footnotes name the status
 
 
 def _ok(record: Mapping[str, Any] | None, key: str) -> float | None:
     if record is None or record.get("status") != "ok":
         return None
     value = record.get(key)
+    if value is None and key.endswith("_memory_mb") and key != "peak_memory_mb":
+        # a record from before both modes were measured: its peak is its sweep mode's
+        modes = (record.get(f"{mode}_memory_mb") for mode in MEMORY_MODES)
+        if record.get("mode") == key.removesuffix("_memory_mb") and all(m is None for m in modes):
+            value = record.get("peak_memory_mb")
     return float(value) if isinstance(value, int | float) else None
 
 
@@ -47,8 +66,12 @@ def ratios(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
     throughput: images/s ratio (> 1: the candidate is faster); throughput_cpu: the same from
     process CPU time per batch (CPU records; steadier on a shared machine); memory: peak ratio
-    (< 1: it needs less; on CPU of the peaks above the idle worker). Each has `<key>_margin` (None
-    without repeat spreads) and `<key>_verdict`: ahead | behind | tied | undecided (bench.margin).
+    in the sweep's mode, memory_inference / memory_train: in each mode (< 1: it needs less; on CPU
+    of the peaks above the idle worker). Each has `<key>_margin` (None without repeat spreads) and
+    `<key>_verdict`: ahead | behind | tied | undecided (bench.margin). The ceilings (module
+    docstring): flop_ceiling = baseline FLOPs ÷ candidate FLOPs; pool_ceiling / pool_ceiling_cpu =
+    the cell's pooling throughput ÷ the baseline's, wall and CPU time (None where pooling was not
+    measured or failed).
     """
     cells: dict[tuple, dict[str, Mapping[str, Any]]] = {}
     for r in records:
@@ -56,6 +79,7 @@ def ratios(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     out = []
     regimes = regime_order(regime for regime, _ in cells)
     for (regime, resolution), cell in sorted(cells.items(), key=lambda kv: (regimes.index(kv[0][0]), kv[0])):
+        pool = cell.get(CEILING)
         for cand, c in cell.items():
             if c["mixer"] == BASELINE:
                 continue
@@ -70,8 +94,17 @@ def ratios(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                     row[f"{name}_verdict"] = verdict(ratio, margin, higher_is_better=higher)
                 if row["throughput_cpu"] is not None:  # shown as "faster": time ratio inverted
                     row["throughput_cpu"] = 1.0 / row["throughput_cpu"]
+                row["flop_ceiling"] = _div(_flops(b), _flops(c))
+                row["pool_ceiling"] = _div(_ok(pool, "images_per_second"), _ok(b, "images_per_second"))
+                row["pool_ceiling_cpu"] = _div(_ok(b, "cpu_ms"), _ok(pool, "cpu_ms"))
                 out.append(row)
     return out
+
+
+def _flops(record: Mapping[str, Any]) -> float | None:
+    """FLOPs per image: counted before any iteration, so a configuration that failed later has it."""
+    value = record.get("flops_per_image")
+    return float(value) if isinstance(value, int | float) and value > 0 else None
 
 
 def _div(a: float | None, b: float | None) -> float | None:
@@ -91,97 +124,198 @@ def _short(base: str) -> str:
     return base.split("/", 1)[1] if "/" in base else base
 
 
-def tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
-    """One table per regime; rows grouped by resolution; ratio columns on candidate rows.
-
-    `thr ÷X`: candidate images/s over attention/X's; `mem ÷X`: candidate peak over attention/X's.
-    A failed configuration shows its status (out_of_memory, error) in place of its throughput.
-    """
-    bases = sorted(
+def baselines(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The attention series measured, sdpa first: the main table's divisor is the first."""
+    return sorted(
         {series(r) for r in records if r["mixer"] == BASELINE}, key=lambda b: (b != "attention/sdpa", b)
     )
+
+
+def _title(first: Mapping[str, Any], what: str) -> str:
+    compiled = f" · compiled ({first.get('compile_mode')})" if first["compile"] else ""
+    return (
+        f"{what} · batch {first['batch_size']} · timed: {first['mode']} · {first['dtype']} · "
+        f"{first['device']}{compiled}"
+    )
+
+
+def _table(title: str) -> Table:
+    """Rules under the header and between resolutions only, one space between columns: the
+    main tables' 15 columns fit 120 characters."""
+    return Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        collapse_padding=True,
+        pad_edge=False,
+        show_edge=False,
+    )
+
+
+def _pool_ceiling(row: Mapping[str, Any] | None, cpu: bool) -> float | None:
+    if row is None:
+        return None
+    return row["pool_ceiling_cpu"] if cpu else row["pool_ceiling"]
+
+
+def tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
+    """One table per regime against the first attention backend (rows grouped by resolution,
+    ratios and ceilings on candidate rows), then `other_baselines_table` where more were measured.
+
+    `thr`: candidate images/s ÷ the baseline's; `cpu`: the same from CPU time; `mem`: each
+    mode's peak ÷ the baseline's. A failed configuration shows its status (out_of_memory, error)
+    in place of its throughput.
+    """
+    bases = baselines(records)
+    base = bases[0] if bases else None  # no attention measured: the measured columns only
     by_key = {(r["regime"], r["resolution"], r["candidate"], r["baseline"]): r for r in ratios(records)}
     out = []
     for regime in regime_order(r["regime"] for r in records):
         rows = [r for r in records if r["regime"] == regime]
-        first = rows[0]
-        title = (
-            f"{regime} · batch {first['batch_size']} · {first['mode']} · {first['dtype']} · "
-            f"{first['device']}{' · compiled (' + str(first.get('compile_mode')) + ')' if first['compile'] else ''}"
-        )
-        table = Table(title=title, title_justify="left")
+        table = _table(_title(rows[0], f"{regime} · ÷ {base}" if base else regime))
         cpu = any(r.get("cpu_ms") is not None for r in rows)
-        above_idle = any(r.get("memory_kind") == "rss_above_idle" for r in rows)
-        for col in (
-            "px",
-            "tokens",
-            "series",
-            "NFE",
-            "GFLOP/img",
-            "img/s",
-            "ms/batch",
-            *(["cpu ms"] * cpu),
-            "MB above idle" if above_idle else "peak MB",
-        ):
-            table.add_column(col, justify="left" if col == "series" else "right", no_wrap=col == "series")
-        for base in bases:
-            table.add_column(f"thr ÷{_short(base)}", justify="right")
-            if cpu:
-                table.add_column(f"cpu-thr ÷{_short(base)}", justify="right")
-            table.add_column(f"mem ÷{_short(base)}", justify="right")
+        nfe = any(r.get("nfe") is not None for r in rows)
+        short = _short(base or "")
+        measured = ("px", "tokens", "series", *(["NFE"] * nfe), "GFLOP\n/img", "img/s", *(["cpu ms"] * cpu))
+        divided = (
+            f"thr\n÷{short}",
+            *([f"cpu\n÷{short}"] * cpu),
+            "FLOP\nceil",
+            "pool\nceil",
+            f"mem\ninf\n÷{short}",
+            f"mem\ntrain\n÷{short}",
+        )
+        for col in (*measured, "MB\ninf", "MB\ntrain", *(divided if base else ())):
+            table.add_column(col, justify="left" if col == "series" else "right", no_wrap=True)
         resolutions = sorted({r["resolution"] for r in rows})
         for i, res in enumerate(resolutions):
-            cell = sorted(
-                (r for r in rows if r["resolution"] == res), key=lambda r: (r["mixer"] != BASELINE, series(r))
-            )
+            cell = _cell(rows, res)
             for j, r in enumerate(cell):
-                flops = r.get("flops_per_image")
-                ok = r["status"] == "ok"
-                values = [
-                    str(res) if j == 0 else "",
-                    str(r["tokens"]) if j == 0 else "",
-                    series(r),
-                    str(r["nfe"]) if r.get("nfe") is not None else "—",
-                    f"{flops / 1e9:.3g}" if flops else "—",
-                    _fmt(_ok(r, "images_per_second")) + ("*" if contention_note(r) else "")
-                    if ok
-                    else f"[red]{r['status']}[/red]",
-                    _fmt(_ok(r, "latency_ms")),
-                    *([_fmt(_ok(r, "cpu_ms"))] * cpu),
-                    _fmt(_ok(r, "peak_memory_mb"), 0),
-                ]
-                for base in bases:
-                    row = by_key.get((regime, res, series(r), base))
-                    keys = ("throughput", "throughput_cpu", "memory") if cpu else ("throughput", "memory")
-                    values += [_ratio(row[k], row[f"{k}_verdict"]) for k in keys] if row else [""] * len(keys)
+                values = _measured(r, j, res, cpu, nfe)
+                row = by_key.get((regime, res, series(r), base))
+                if row:
+                    values += [
+                        _ratio(row["throughput"], row["throughput_verdict"]),
+                        *([_ratio(row["throughput_cpu"], row["throughput_cpu_verdict"])] * cpu),
+                        _ratio(row["flop_ceiling"]),
+                        _ratio(_pool_ceiling(row, cpu)),
+                        _ratio(row["memory_inference"], row["memory_inference_verdict"]),
+                        _ratio(row["memory_train"], row["memory_train_verdict"]),
+                    ]
+                elif base:
+                    values += [""] * len(divided)
                 table.add_row(*values, end_section=j == len(cell) - 1 and i < len(resolutions) - 1)
         out.append(table)
+    if len(bases) > 1:
+        out.append(other_baselines_table(records, bases[1:]))
     return out
 
 
+def _cell(rows: Sequence[Mapping[str, Any]], resolution: int) -> list[Mapping[str, Any]]:
+    """One resolution's records: attention first, then the candidates by name."""
+    return sorted(
+        (r for r in rows if r["resolution"] == resolution), key=lambda r: (r["mixer"] != BASELINE, series(r))
+    )
+
+
+def _measured(r: Mapping[str, Any], j: int, res: int, cpu: bool, nfe: bool) -> list[str]:
+    """The measured columns of one record's row (px and tokens on a cell's first row only)."""
+    flops = r.get("flops_per_image")
+    img_s = _fmt(_ok(r, "images_per_second")) + ("*" if contention_note(r) else "")
+    return [
+        str(res) if j == 0 else "",
+        str(r["tokens"]) if j == 0 else "",
+        series(r),
+        *([str(r["nfe"]) if r.get("nfe") is not None else "—"] * nfe),
+        f"{flops / 1e9:.3g}" if flops else "—",
+        img_s if r["status"] == "ok" else f"[red]{STATUS_LABELS.get(r['status'], r['status'])}[/red]",
+        *([_fmt(_ok(r, "cpu_ms"), 0 if (_ok(r, "cpu_ms") or 0) >= 100 else 1)] * cpu),
+        *(_fmt(_ok(r, f"{mode}_memory_mb"), 0) for mode in MEMORY_MODES),
+    ]
+
+
+def other_baselines_table(records: Sequence[Mapping[str, Any]], bases: Sequence[str]) -> Table:
+    """The candidates' ratios against every attention backend but the first, all regimes in one
+    compact table (the ceilings stay in the main tables, against their baseline)."""
+    cpu = any(r.get("cpu_ms") is not None for r in records)
+    table = _table(_title(records[0], "÷ " + ", ".join(bases)))
+    for col in ("regime", "px", "series"):
+        table.add_column(col, justify="left" if col != "px" else "right", no_wrap=True)
+    for base in bases:
+        short = _short(base)
+        for col in (
+            f"thr ÷{short}",
+            *([f"cpu ÷{short}"] * cpu),
+            f"mem inf ÷{short}",
+            f"mem train ÷{short}",
+        ):
+            table.add_column(col, justify="right", no_wrap=True)
+    keys = ("throughput", *(["throughput_cpu"] * cpu), "memory_inference", "memory_train")
+    by_key = {(r["regime"], r["resolution"], r["candidate"], r["baseline"]): r for r in ratios(records)}
+    regimes = regime_order(r["regime"] for r in records)
+    for k, regime in enumerate(regimes):
+        rows = [r for r in records if r["regime"] == regime]
+        resolutions = sorted({r["resolution"] for r in rows})
+        for i, res in enumerate(resolutions):
+            cands = [r for r in _cell(rows, res) if r["mixer"] != BASELINE]
+            for j, r in enumerate(cands):
+                values = [regime if i == j == 0 else "", str(res) if j == 0 else "", series(r)]
+                for base in bases:
+                    row = by_key.get((regime, res, series(r), base))
+                    values += (
+                        [_ratio(row[key], row[f"{key}_verdict"]) for key in keys] if row else [""] * len(keys)
+                    )
+                last = j == len(cands) - 1 and (i < len(resolutions) - 1 or k < len(regimes) - 1)
+                table.add_row(*values, end_section=last)
+    return table
+
+
 def footnotes(records: Sequence[Mapping[str, Any]]) -> list[str]:
-    """What the memory column is, what ≈ and * mean, and every failure's message."""
+    """What the memory columns and the ceilings are, what ≈ and * mean, and every failure's message."""
     notes = []
     kinds = {r.get("memory_kind") for r in records if r.get("memory_kind")}
+    modes = (
+        "inf / train MB: one eager inference iteration / one eager training step (forward + backward + AdamW)"
+    )
     if "rss_above_idle" in kinds:
         idle = next((r["baseline_memory_mb"] for r in records if r.get("baseline_memory_mb")), None)
         notes.append(
-            "MB above idle = the worker's peak RSS minus its own peak before the model was built "
+            f"{modes}, peak RSS above idle: the worker's peak minus its own peak before the model was built "
             f"(python, torch, vitscale and the FLOP counter loaded: {_fmt(idle, 0)} MB, subtracted from each)"
         )
     if "process_peak_rss" in kinds:
         notes.append("peak MB = peak RSS of the whole worker process (python + torch included)")
     if "cuda_max_allocated" in kinds:
-        notes.append("peak MB = torch.cuda.max_memory_allocated (weights, inputs and activations)")
+        notes.append(f"{modes}: torch.cuda.max_memory_allocated (weights, inputs, activations, gradients)")
+    if any(r.get("compile") for r in records):
+        notes.append(
+            "memory is eager PyTorch's: torch.compile is paid once per configuration, where it is timed"
+        )
     notes.append(
         "thr ÷X: candidate images/s ÷ attention/X images/s (>1: faster); "
-        "mem ÷X: candidate peak ÷ attention/X peak (<1: leaner); "
+        "mem ÷X: candidate peak ÷ attention/X peak in that mode (<1: leaner); "
         f"≈: within the margin, both sides' repeat spreads added (at least {MIN_MARGIN:.0%}): tied"
     )
-    if any(r.get("cpu_ms") is not None for r in records):
+    cpu = any(r.get("cpu_ms") is not None for r in records)
+    if cpu:
         notes.append(
-            "cpu ms: process CPU time per batch (user+sys, all threads); cpu-thr ÷X: attention/X "
+            "cpu ms: process CPU time per batch (user+sys, all threads); cpu ÷X: attention/X "
             "cpu ms ÷ candidate cpu ms — leaves out time spent descheduled on a shared machine"
+        )
+    notes.append(
+        "FLOP ceil: attention's FLOPs ÷ the candidate's, what it would gain if time followed FLOPs; "
+        f"pool ceil: {CEILING}'s {'cpu' if cpu else 'thr'} ÷X in the same cell, mixing almost free, "
+        "so what any mixer can gain here given the MLP, GELU, LayerNorm and residual work all pay alike"
+    )
+    cells = {(r["regime"], r["resolution"]) for r in records}
+    pooled = {
+        (r["regime"], r["resolution"]) for r in records if r["mixer"] == CEILING and r["status"] == "ok"
+    }
+    if len(pooled) < len(cells):
+        notes.append(
+            f"pool ceil —: {CEILING} was not measured in {len(cells - pooled)} of {len(cells)} cells "
+            f"(add it to --mixers, or it failed: below)"
         )
     contended = [(r, contention_note(r)) for r in records if r["status"] == "ok" and contention_note(r)]
     if contended:
@@ -191,7 +325,7 @@ def footnotes(records: Sequence[Mapping[str, Any]]) -> list[str]:
             + ", ".join(f"{series(r)} {r['regime']} {r['resolution']} ({note})" for r, note in contended)
         )
     for r in records:
-        if r["status"] != "ok":
+        if r["status"] != "ok" or r.get("error"):
             notes.append(
                 f"{series(r)} {r['regime']} {r['resolution']}: {r['status']}: {r.get('error') or ''}"
             )

@@ -4,10 +4,13 @@ A cell is one regime x resolution: the configurations whose ratios the table rep
 in `BenchmarkConfig.configurations()` order. On CUDA each is measured in this process, one
 after another (the allocator's counters are per configuration, and a GPU is not shared).
 On CPU each configuration first runs alone in a fresh subprocess for its peak RSS above that
-subprocess's idle peak (one iteration, see `isolate`), then the cell's configurations are timed together in one more
-subprocess, round-robin (`measure.measure_interleaved`): on a machine shared with other work
+subprocess's idle peak (one eager inference iteration and one training step, untimed, never
+compiled: see `measure.measure_memory`), then the cell's configurations are timed together in one
+more subprocess, round-robin (`measure.measure_interleaved`): on a machine shared with other work
 the load changes from minute to minute, and only iterations interleaved with each other see
-the same load, so only they give honest ratios.
+the same load, so only they give honest ratios. Memory needs a process per configuration and
+timing one per cell, and a compiled model cannot move between processes: so only the timing
+worker compiles, and `--compile` is paid once per configuration.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from vitscale.bench.measure import (
     measure_configuration,
     measure_interleaved,
 )
+from vitscale.bench.paired import paired_metrics
 from vitscale.bench.records import series
 from vitscale.device import resolve_device
 
@@ -47,21 +51,46 @@ def cells(points: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 def measure_cell_isolated(config, cell: list[dict[str, Any]], device: str = "cpu") -> list[dict[str, Any]]:
     """Peak memory of each configuration alone, then their timing round-robin in one worker."""
-    alone = config.model_copy(update={"warmup": 0, "repeats": 1})
-    records = [run_isolated(alone, point, device) for point in cell]
+    records = [run_isolated(config, point, device, timed=False) for point in cell]
     ok = [i for i, r in enumerate(records) if r["status"] == "ok"]
     timed, reason = run_isolated_cell(config, [cell[i] for i in ok], device) if ok else ([], "")
     for i, record in enumerate(records):
-        record["warmup"], record["repeats"] = effective_warmup(config), config.repeats
-        if i not in ok:
-            continue
-        t = timed[ok.index(i)] if timed is not None else None
-        if t is not None and t["status"] == "ok":
-            record.update({k: t[k] for k in (*TIMING_KEYS, "timing", "nfe")})
-        else:  # keep the one iteration of the memory run, and say why
-            record.update(timing="single", warmup=0, repeats=1)
-            record["error"] = f"interleaved timing failed: {(t or {}).get('error') or reason}"
+        if i in ok:
+            with_timing(record, config, timed[ok.index(i)] if timed is not None else None, reason)
     return records
+
+
+def with_timing(record: dict[str, Any], config, timing: dict[str, Any] | None, reason: str = "") -> None:
+    """A memory record (one eager iteration) completed by its round-robin timing, or kept with
+    that one iteration and the reason its timing failed."""
+    record["warmup"], record["repeats"] = effective_warmup(config), config.repeats
+    if timing is not None and timing["status"] == "ok":
+        record.update({k: timing[k] for k in (*TIMING_KEYS, "timing", "nfe")})
+    else:
+        record.update(timing="single", warmup=0, repeats=1)
+        failed = f"interleaved timing failed: {(timing or {}).get('error') or reason}"
+        record["error"] = "; ".join(filter(None, (record.get("error"), failed)))
+
+
+def measure_paired(
+    config, point: dict[str, Any], refs: list[dict[str, Any]], device: str = "cpu"
+) -> dict[str, Any]:
+    """A benchmark trial's record (bench.paired): its memory alone (a worker of its own on CPU),
+    then its timing round-robin beside `refs`, with its ratios to them (`paired_*`)."""
+    if device == "cpu":
+        record = run_isolated(config, point, device, timed=False)
+    else:
+        record = measure_configuration(config, point, device=device, timed=False)
+    if record["status"] != "ok":
+        return record
+    if device == "cpu":
+        timed, reason = run_isolated_cell(config, [point, *refs], device)
+    else:
+        timed, reason = measure_interleaved(config, [point, *refs], device=device, count_flops=False), ""
+    with_timing(record, config, timed[0] if timed else None, reason)
+    if timed and timed[0]["status"] == "ok":
+        record.update(paired_metrics(timed[0], timed[1:]))
+    return record
 
 
 def run_benchmark(

@@ -15,9 +15,10 @@ import math
 from typing import Any
 
 from vitscale.bench.fields import EXTRA_METRICS, bench_metrics, bench_params, config_key, run_name
-from vitscale.bench.isolate import run_isolated, run_isolated_paired
-from vitscale.bench.measure import measure_configuration, measure_paired
+from vitscale.bench.isolate import run_isolated
+from vitscale.bench.measure import measure_configuration
 from vitscale.bench.paired import is_paired, is_paired_metric, references
+from vitscale.bench.runner import measure_paired
 from vitscale.device import resolve_device
 from vitscale.tracking.layout import BENCH_METRICS
 from vitscale.tracking.tune_callback import (
@@ -61,10 +62,7 @@ def measure_trial(config: dict[str, Any], spec) -> dict[str, Any]:
     bench = trial_benchmark(spec, seed)
     device = str(resolve_device(bench.device))
     if is_paired(bench, device):
-        refs = references(bench, point)
-        if device == "cpu":
-            return run_isolated_paired(bench, point, refs, device)
-        return measure_paired(bench, point, refs, device=device)
+        return measure_paired(bench, point, references(bench, point), device)
     if device == "cpu":
         return run_isolated(bench, point, device)
     return measure_configuration(bench, point, device=device)

@@ -1,9 +1,11 @@
 """`python -m vitscale.bench.worker`: measure one configuration in a fresh process.
 
-Reads one JSON object on stdin — {"config": BenchmarkConfig, "point": {...}, "device": "cpu"} or
-{"config": ..., "cell": [points...], "device": ...} (time them round-robin, see
-`measure.measure_interleaved`) or {"config": ..., "point": ..., "paired": [reference points]}
-(`measure.measure_paired`) — and writes one line `RECORD_PREFIX <json>` on stdout.
+Reads one JSON object on stdin — {"config": BenchmarkConfig, "point": {...}, "device": "cpu",
+"timed": bool} (its memory, then, if timed, its timing) or {"config": ..., "cell": [points...],
+"device": ...} (time them round-robin, see `measure.measure_interleaved`) — and writes a line
+`RECORD_PREFIX <json>` on stdout; the last such line is the answer. An untimed inference
+configuration writes one more first, once its inference memory is in: if its training step meets
+the OOM killer, that much survives (`isolate`).
 A fresh process per configuration makes its peak RSS that configuration's own: the fixed cost of
 Python and torch is its peak before the model is built, subtracted (`measure`).
 """
@@ -21,12 +23,7 @@ RECORD_PREFIX = "VITSCALE-BENCH-RECORD "
 
 def main() -> None:
     request = json.loads(sys.stdin.read())
-    if "paired" in request:
-        config = BenchmarkConfig.model_validate(request["config"])
-        out = measure.measure_paired(
-            config, request["point"], request["paired"], device=request.get("device")
-        )
-    elif "cell" in request:
+    if "cell" in request:
         config = BenchmarkConfig.model_validate(request["config"])
         out = measure.measure_interleaved(
             config, request["cell"], device=request.get("device"), count_flops=False
@@ -34,9 +31,18 @@ def main() -> None:
     else:
         config = BenchmarkConfig.model_validate(request["config"])
         out = measure.measure_configuration(
-            config, request["point"], device=request.get("device"), process_rss=True
+            config,
+            request["point"],
+            device=request.get("device"),
+            process_rss=True,
+            timed=request.get("timed", True),
+            on_partial=write,
         )
-    sys.stdout.write(RECORD_PREFIX + json.dumps(out) + "\n")
+    write(out)
+
+
+def write(record) -> None:
+    sys.stdout.write(RECORD_PREFIX + json.dumps(record) + "\n")
     sys.stdout.flush()
 
 

@@ -173,7 +173,7 @@ def run(
     if as_json:
         sys.stdout.write(to_json(records) + "\n")
     else:
-        console = Console() if sys.stdout.isatty() else Console(width=200)
+        console = Console() if sys.stdout.isatty() else Console(width=120)  # the tables fit 120
         for table in report.tables(records):
             console.print(table)
         for note in report.footnotes(records):
