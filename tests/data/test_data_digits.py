@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from sklearn.datasets import load_digits
 
 from vitscale.data import DataConfig, load
+from vitscale.data.datasets.digits import bundled_csv, digits_arrays
 from vitscale.data.splits import balanced_subset, stratified_split
 
 
@@ -19,6 +21,15 @@ def test_digits_bundle():
     assert int(bundle.train_images.max()) == 255  # 16 -> 255
     assert bundle.hflip is False and bundle.crop_padding == 0
     assert bundle.class_names == [str(d) for d in range(10)]
+
+
+def test_the_bundled_file_reads_as_scikit_learn_reads_it():
+    """digits reads scikit-learn's CSV without importing it (issue 30): the same arrays."""
+    assert bundled_csv() is not None  # else the fast path is never taken
+    images, labels = digits_arrays()
+    reference = load_digits()
+    assert images.dtype == reference.images.dtype and np.array_equal(images, reference.images)
+    assert labels.dtype == np.int64 and np.array_equal(labels, reference.target)
 
 
 def test_split_is_stratified_disjoint_and_deterministic():

@@ -9,6 +9,8 @@ would count 0), so that op gets the standard SDPA formula here.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -16,6 +18,7 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
 from vitscale.models.config import ModelConfig
+from vitscale.models.kernel_cache import KernelCache
 from vitscale.models.registry import MIXERS, REGIMES
 from vitscale.models.vit import VisionTransformer, build
 
@@ -157,27 +160,71 @@ def lipschitz_bound(
     return bound if math.isfinite(bound) else float("inf")
 
 
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Torch on one thread for the duration. Describing a model is many small ops (the seed-0
+    initialisation, a few 768 x 768 SVDs): on two cores, two threads spent 1.8 s of CPU on the
+    ViT-B build and 46 s on its SSoG bound, one thread 0.8 s and 1.9 s (issue 30)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def needs_values(config: ModelConfig) -> bool:
+    """Whether describing `config` reads weights: its regime's FLOPs do (an adaptive solver's step
+    count), or its mixer states a Lipschitz bound (SSoG's reads its projections)."""
+    mixer = MIXERS[config.mixer]
+    return bool(REGIMES[config.regime].flops_depend_on_values) or callable(
+        getattr(mixer, "lipschitz_bound", None)
+    )
+
+
+def forget_kept_kernels(module: nn.Module) -> None:
+    """Empty the kernel caches (`models.kernel_cache`) of `module` and its children: on the meta
+    device an entry cannot be compared with the parameters by value."""
+    for m in module.modules():
+        if isinstance(cache := vars(m).get("kernel_cache"), KernelCache):
+            cache.clear()
+
+
 def describe_model(config: ModelConfig) -> tuple[dict[str, Any], int | None]:
     """({tokens, params, flops_per_image, mixing_flops (one mixer, one image), lipschitz_bound
     (mixers with a closed form; else None), no_weight_decay (parameter names AdamW leaves
     undecayed), lr_scale (parameter name -> learning-rate multiplier, where not 1), config (with
     the mixer's and regime's choices resolved: pos_embed, layer_scale)}, the forward's NFE).
 
-    Weights are initialised with seed 0 (the bound and, where the regime's cost depends on the
-    weights, its FLOPs depend on them); other FLOPs and mixing FLOPs are counted on the meta device.
+    One model is built, on one thread. Where something reads the weights (`needs_values`) it gets
+    seed-0 weights: the bound reads them, and FLOPs that depend on them are counted on a real
+    forward of one image. Then (or from the start, where nothing reads them) it lives on the meta
+    device, where the other counts cost the same at any resolution and nothing is initialised.
+    Every count equals that of a real forward (tests/models/test_describe.py).
     """
     torch.manual_seed(0)
-    model = build(config)
-    flops = flops_per_image(model if REGIMES[config.regime].flops_depend_on_values else config)
-    with torch.device("meta"):
-        mixer = MIXERS[config.mixer](config)
-    return {
-        "tokens": config.grid[0] * config.grid[1],
-        "params": count_params(model),
-        "flops_per_image": flops,
-        "mixing_flops": mixing_flops(mixer, config.grid),
-        "lipschitz_bound": lipschitz_bound(model) if has_lipschitz_bound(model) else None,
-        "no_weight_decay": sorted(model.no_weight_decay()),
-        "lr_scale": dict(sorted(model.lr_scales().items())),
-        "config": config.resolved().model_dump(mode="json"),
-    }, model.last_nfe
+    with one_thread():
+        if needs_values(config):
+            model = build(config)
+        else:
+            with torch.device("meta"):
+                model = build(config)
+        bound = lipschitz_bound(model) if has_lipschitz_bound(model) else None
+        flops = flops_per_image(model) if REGIMES[config.regime].flops_depend_on_values else None
+        nfe = model.last_nfe
+        model.to("meta")  # a no-op for a meta model; what follows reads shapes only
+        forget_kept_kernels(model)
+        if flops is None:
+            flops = flops_per_image(model)
+        mixer = next(m for m in model.modules() if isinstance(m, MIXERS[config.mixer]))
+        forget_kept_kernels(mixer)
+        return {
+            "tokens": config.grid[0] * config.grid[1],
+            "params": count_params(model),
+            "flops_per_image": flops,
+            "mixing_flops": mixing_flops(mixer, config.grid),
+            "lipschitz_bound": bound,
+            "no_weight_decay": sorted(model.no_weight_decay()),
+            "lr_scale": dict(sorted(model.lr_scales().items())),
+            "config": config.resolved().model_dump(mode="json"),
+        }, nfe

@@ -109,7 +109,11 @@ class VisionTransformer(nn.Module):
         self._init_weights()
 
     def _init_weights(self) -> None:
-        """timm's ViT init: truncated-normal(0.02) linears and position embedding, tiny cls."""
+        """timm's ViT init: truncated-normal(0.02) linears and position embedding, tiny cls.
+        A model on the meta device has shapes only (what `measure` counts on): nothing to draw, and
+        the meta erfinv of trunc_normal_ would import torch's reference ops, 1.3 s of CPU."""
+        if self.cls_token.is_meta:
+            return
         if self.pos_embed is not None:
             nn.init.trunc_normal_(self.pos_embed, std=0.02)
         nn.init.normal_(self.cls_token, std=1e-6)

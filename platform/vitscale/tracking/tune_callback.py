@@ -21,16 +21,20 @@ from ray.tune import Callback
 
 from vitscale.tracking import layout, provenance, store, trial_artifacts
 from vitscale.tracking.datasets import dataset_inputs
+
+# Keys of a trial's result that are not metrics: defined in layout (a trial worker imports them
+# without MLflow), named here too for the driver's readers.
+from vitscale.tracking.layout import (  # noqa: F401
+    RESULT_DID_NOT_TRAIN,
+    RESULT_DISCARDED_CHECKPOINT,
+    RESULT_FAILURE_MESSAGE,
+    RESULT_FAILURE_REASON,
+    RESULT_NODE_ID,
+    RESULT_PLANNED_EPOCHS,
+)
 from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT
 from vitscale.tracking.queued import QUEUE_DIR, QueuedClient, queued_client
 
-# Keys of a trial's result that are not metrics (strings, bookkeeping of Tune and vitscale).
-RESULT_FAILURE_REASON = "failure_reason"
-RESULT_FAILURE_MESSAGE = "failure_message"
-RESULT_NODE_ID = "node_id"
-RESULT_PLANNED_EPOCHS = "planned_epochs"
-RESULT_DID_NOT_TRAIN = "did_not_train"  # 1.0 in the final epoch's result of a trial stuck at chance
-RESULT_DISCARDED_CHECKPOINT = "discarded_checkpoint"  # "<checkpoint>: <why>": restarted from epoch 0
 _TUNE_KEYS = {
     "training_iteration",
     "time_this_iter_s",

@@ -40,6 +40,10 @@ DRIVER_ENV = {
     "RAY_AIR_NEW_OUTPUT": "0",
     "TUNE_GLOBAL_CHECKPOINT_S": "2",
     "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",
+    # A new raylet prestarts one worker per CPU for the first driver; Tune never uses them (its
+    # trial actors carry a runtime env, so they get workers of their own), and on 2 cores their
+    # imports (~1.5 s of CPU each) delay the study's own start (issue 30).
+    "RAY_prestart_worker_first_driver": "0",
 }
 
 

@@ -26,14 +26,14 @@ from typing import Any
 from vitscale import openmp
 from vitscale.errors import TrialFailure
 from vitscale.study import run_trial
-from vitscale.tracking.trial_artifacts import epoch_line, trial_log
-from vitscale.tracking.tune_callback import (
+from vitscale.tracking.layout import (
     RESULT_DISCARDED_CHECKPOINT,
     RESULT_FAILURE_MESSAGE,
     RESULT_FAILURE_REASON,
     RESULT_NODE_ID,
     RESULT_PLANNED_EPOCHS,
 )
+from vitscale.tracking.trial_artifacts import epoch_line, trial_log
 from vitscale.train.checkpoint import DamagedCheckpoint
 from vitscale.train.loop import fit
 from vitscale.tune.worker_cache import begin_trial
