@@ -44,6 +44,12 @@ DRIVER_ENV = {
     # trial actors carry a runtime env, so they get workers of their own), and on 2 cores their
     # imports (~1.5 s of CPU each) delay the study's own start (issue 30).
     "RAY_prestart_worker_first_driver": "0",
+    # Ray's memory monitor kills a worker when the node's memory runs low, and the error that kills a
+    # trial actor's task (OutOfMemoryError) is neither an actor nor a task error to Tune 2.60, which
+    # then ends the whole study ("Caught unexpected exception": a smoke benchmark study died so,
+    # beside another sweep, at 22 of 23.5 GB). Off, the kernel's OOM killer ends the biggest process,
+    # the trial's: its SIGKILL is a trial failure (`out_of_memory`), and the study goes on.
+    "RAY_memory_monitor_refresh_ms": "0",
 }
 
 
