@@ -21,7 +21,10 @@ def resolve_device(name: str, setting: str = "device") -> torch.device:
 
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
+    try:
+        device = torch.device(name)
+    except RuntimeError:  # torch's "Invalid device string"
+        raise UserError(f"{setting}: {name!r} is not a device; use auto, cpu, cuda or cuda:N") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise UserError(f"{setting}: {name!r} requested but CUDA is not available; use cpu or auto")
     return device

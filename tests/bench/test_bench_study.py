@@ -76,10 +76,21 @@ def test_the_smoke_study_runs_on_in_process_ray(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     saved = dict(os.environ)
     try:
-        # One resolution, discrete and ODE (14 of its 42 configurations, every series): each
-        # benchmark configuration starts its own worker (a clean peak RSS) and reserves the node,
-        # so they run one after another: ~5 s each on an idle machine.
-        smoke = load_study(SMOKE, ["benchmark.resolutions=[32]", "benchmark.regimes=[discrete, ode]"])
+        # One resolution, discrete and ODE, one attention backend (12 of its 42 configurations, every
+        # mixer): each configuration measures its memory in a worker of its own (a clean peak RSS)
+        # and, paired, times itself beside attention in another; each reserves the node, so they run
+        # one after another. Fewer repeats and no training-step memory keep it to minutes on 2 cores.
+        smoke = load_study(
+            SMOKE,
+            [
+                "benchmark.resolutions=[32]",
+                "benchmark.regimes=[discrete, ode]",
+                "benchmark.attention_backends=[sdpa]",
+                "benchmark.warmup=2",
+                "benchmark.repeats=20",
+                "benchmark.train_memory=false",
+            ],
+        )
         run_study(smoke, tracking_uri=uri, storage=str(tmp_path / "results"), num_cpus=2, verbose=0)
     finally:
         # Leave no in-process Ray (nor the RAY_* variables ray.init sets) to the tests that follow.
@@ -91,7 +102,7 @@ def test_the_smoke_study_runs_on_in_process_ray(tmp_path):
     [parent] = client.search_runs([exp.experiment_id], "tags.`vitscale.role` = 'study'")
     assert parent.data.tags["vitscale.kind"] == "benchmark"
     children = client.search_runs([exp.experiment_id], "tags.`vitscale.role` = 'trial'", max_results=100)
-    assert len(children) == 14
+    assert len(children) == 12
     for child in children:
         assert child.data.tags["vitscale.status"] == "FINISHED", child.data.tags.get(
             "vitscale.failure_reason"
@@ -100,6 +111,9 @@ def test_the_smoke_study_runs_on_in_process_ray(tmp_path):
         assert child.data.params["bench.device"] == "cpu"
         assert ("nfe" in child.data.metrics) == (child.data.params["model.regime"] == "ode")
         assert child.data.metrics["cpu_wall_ratio"] > 0 and "latency_spread" in child.data.metrics
+        # paired: every other mixer timed beside attention/sdpa in its own trial (bench.paired)
+        paired = "paired_ratio_sdpa" in child.data.metrics
+        assert paired == (child.data.params["model.mixer"] != "attention"), child.info.run_name
     # One timing at a time on the node: each trial started after the one before it reported (Tune's
     # `timestamp` is whole seconds, hence the second of slack). Two CPUs asked, threads stay 1.
     spans = []
@@ -107,11 +121,11 @@ def test_the_smoke_study_runs_on_in_process_ray(tmp_path):
         r = json.loads(result.read_text().splitlines()[0])
         spans.append((r["timestamp"] - r["time_total_s"], r["timestamp"]))
     spans.sort()
-    assert len(spans) == 14
+    assert len(spans) == 12
     assert all(later[0] >= earlier[1] - 1 for earlier, later in zip(spans, spans[1:], strict=False))
     assert {c.data.params["bench.threads"] for c in children} == {"1"}
 
     from vitscale.analysis.pipeline import analyze
 
     result = analyze("throughput-resolution-smoke", uri, tmp_path / "report", log_artifacts=False)
-    assert result.counts()["used"] == 14
+    assert result.counts()["used"] == 12
