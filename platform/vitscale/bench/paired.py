@@ -10,13 +10,14 @@ configurations timed together by `vitscale bench` (whose two runs agreed within 
 iterations interleaved with each other see the same machine (see `bench.runner`), so the ratio a
 report draws conclusions from is the one taken inside the candidate's own trial.
 
-A paired trial runs one worker process (`bench.worker`): the candidate alone for one iteration
-(its peak memory above the worker's idle peak), then the candidate and every attention backend
-of the study at the same regime and resolution round-robin. The candidate's record keeps its own
+A paired trial (`runner.measure_paired`) measures the candidate's memory alone in one worker
+process (its peak above that worker's idle peak, glibc's malloc defaults), then times the candidate
+and every attention backend of the study at the same regime and resolution round-robin in a
+second worker (the timing one, with `allocator`'s setting), as `vitscale bench` does a cell. The candidate's record keeps its own
 timing from the round-robin and adds, per backend B, `paired_ratio_B` (candidate images/s ÷
 attention/B images/s), `paired_cpu_ratio_B` (the same from CPU time per batch) and
 `paired_margin_B` (both sides' repeat spreads added, `bench.margin`). Attention trials are the
-references themselves and run alone, the same two passes. Default: paired when timing on the CPU.
+references themselves: the same two workers, timed alone. Default: paired when timing on the CPU.
 """
 
 from __future__ import annotations
