@@ -4,7 +4,8 @@ Training study: 2 mixers x 2 regimes x 3 widths x 2 seeds, one FAILED trial, one
 and a resumed second parent run that re-ran one trial (the newest run of that trial must win).
 Benchmark study: attention (sdpa, math) and ssog x 2 regimes x 4 resolutions, one `oom`.
 Comparison study: arms mixer x regime, tune and final phases, a reference tag and a spec.yaml;
-the discrete arms' final runs log per-image predictions (the ODE arms' do not, like older runs).
+the discrete arms' final runs log per-image predictions and a test curve (the ODE arms' do not,
+like older runs); every run logs its learning curve per epoch, and ssog · ode is still improving.
 Also `fake_run`: an in-memory stand-in for mlflow's Run, for tests that need no store.
 """
 
@@ -30,14 +31,16 @@ BENCH_STUDY = "tiny_bench"
 WIDTHS = (32, 64, 96)
 
 
-def _log_run(client, exp_id, parent_id, tags, params, metrics_by_epoch, final, status="FINISHED"):
+def _log_run(
+    client, exp_id, parent_id, tags, params, metrics_by_epoch, final, status="FINISHED", first_step=0
+):
     from mlflow.entities import Metric, Param, RunTag
 
     run = client.create_run(exp_id, tags={layout.PARENT_RUN_ID: parent_id, layout.ROLE: "trial", **tags})
     now = int(time.time() * 1000)
     metrics = [
         Metric(k, float(v), now, step)
-        for step, epoch in enumerate(metrics_by_epoch)
+        for step, epoch in enumerate(metrics_by_epoch, start=first_step)
         for k, v in epoch.items()
     ]
     metrics += [Metric(k, float(v), now, 0) for k, v in final.items()]
@@ -336,9 +339,37 @@ def log_predictions(client, run_id: str, metrics: dict, rng: np.random.Generator
             client.log_artifact(run_id, str(path), PREDICTIONS_ARTIFACT)
 
 
+COMPARISON_EPOCHS = 8
+IMAGES_PER_EPOCH = 1600
+STILL_IMPROVING_ARM = ("ssog", "ode")  # its validation curve still rises ~2.4 points over the last quarter
+TEST_CURVE_REGIMES = ("discrete",)  # their final runs log curve_test_top1; the ODE arms' (older) do not
+
+
+def learning_curve(final_val: float, mixer: str, regime: str, phase: str) -> list[dict]:
+    """Per epoch (step = epoch, from 1): images_seen, train_flops, val_top1 rising to `final_val` (a
+    saturating curve; STILL_IMPROVING_ARM adds a slope of 1.2 points per epoch that has not levelled
+    off), and for final runs of TEST_CURVE_REGIMES curve_test_top1 = val_top1 - 0.01."""
+    slope = 0.012 if (mixer, regime) == STILL_IMPROVING_ARM else 0.0
+    out = []
+    for e in range(1, COMPARISON_EPOCHS + 1):
+        rest = np.exp(-(e - 1)) - np.exp(-(COMPARISON_EPOCHS - 1))  # 0 at the last epoch
+        val = final_val - 0.3 * rest - slope * (COMPARISON_EPOCHS - e)
+        epoch = {
+            "val_top1": val,
+            "val_loss": 2.0 - val,
+            "images_seen": IMAGES_PER_EPOCH * e,
+            "train_flops": 3.0e6 * IMAGES_PER_EPOCH * e,
+        }
+        if phase == "final" and regime in TEST_CURVE_REGIMES:
+            epoch[layout.CURVE_TEST_TOP1] = val - 0.01
+        out.append(epoch)
+    return out
+
+
 def comparison_trials() -> list[dict]:
     """Arms mixer x regime: 4 tune-phase trials each (one failed, one stopped early in ssog·ode),
-    then the tuned configuration over seeds 0-3 (final phase) with validation and test top-1."""
+    then the tuned configuration over seeds 0-3 (final phase) with validation and test top-1 and
+    per-epoch histories (`epochs`: learning_curve)."""
     rng = np.random.default_rng(5)
     out, n = [], 0
     for mixer in ("attention", "ssog"):
@@ -376,8 +407,10 @@ def comparison_trials() -> list[dict]:
                                 "data.resolution": 16,
                                 "train.lr": lr,
                                 "train.seed": seed,
+                                "train.epochs": COMPARISON_EPOCHS,
                             },
                             "metrics": metrics,
+                            "epochs": learning_curve(val, mixer, regime, phase),
                         }
                     )
     return out
@@ -408,6 +441,10 @@ def write_comparison_study(uri: str, artifacts: Path) -> None:
             layout.STATUS: t["status"],
             **t["tags"],
         }
-        run_id = _log_run(client, exp, parent, tags, t["params"], [], t["metrics"], status=t["status"])
+        epochs = t["epochs"]
+        final = {k: v for k, v in t["metrics"].items() if k not in epochs[-1]}  # val_top1: the last epoch's
+        run_id = _log_run(
+            client, exp, parent, tags, t["params"], epochs, final, status=t["status"], first_step=1
+        )
         if t["tags"][layout.PHASE] == "final" and t["params"]["model.regime"] in PREDICTING_REGIMES:
             log_predictions(client, run_id, t["metrics"], rng)

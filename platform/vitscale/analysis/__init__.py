@@ -2,11 +2,13 @@
 
 Four rooms, one per stage, each module one concept:
 - load/: the runs table (runs: MLflow or runs.parquet -> Table; context: parent-run facts;
-  fields: normalised columns; outcomes: used / failed / stopped; predictions; throughput).
+  fields: normalised columns; outcomes: used / failed / stopped; predictions and curves, the
+  tables kept beside runs.parquet (beside); throughput).
 - statistics/: what the runs say (aggregate, paired, contest, arms, verdicts, tuning, fronts, fits,
-  axes, exponents, crossover, resolution, compute-optimal scaling, importance, varies).
+  axes, exponents, crossover, resolution, compute-optimal scaling, importance, varies; learning
+  curves, their convergence marks and the arms' budgets).
 - figures/: canvas and style shared by every figure; one module per family (scaling, axes,
-  resolution, compute_optimal, parallel).
+  resolution, compute_optimal, parallel, curves).
 - report/: report.md (markdown building blocks; sections: SECTIONS and render; one module per
   family of sections).
 Beside them: steps (STEPS, the analysis steps a study kind lists), result (AnalysisResult) and
@@ -26,6 +28,7 @@ _EXPORTS = {
     "fit_power_law": "vitscale.analysis.statistics.fits",
     "loglog_slope": "vitscale.analysis.statistics.exponents",
     "front_lines": "vitscale.analysis.report.resolution",
+    "convergence_note": "vitscale.analysis.statistics.convergence",
 }
 __all__ = list(_EXPORTS)
 

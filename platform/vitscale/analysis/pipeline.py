@@ -25,6 +25,7 @@ from vitscale.analysis.load.runs import StudyRuns, load_study_runs, read_snapsho
 from vitscale.analysis.report.sections import write_report
 from vitscale.analysis.result import AnalysisResult
 from vitscale.analysis.statistics.contest import N_RESAMPLES
+from vitscale.analysis.statistics.convergence import DEFAULT_THRESHOLD_POINTS
 from vitscale.analysis.statistics.fits import N_BOOT
 from vitscale.analysis.steps import STEPS, Analysis
 from vitscale.errors import UserError, make_folder
@@ -43,6 +44,7 @@ def analyze(
     seed: int = 0,
     incomplete: str = "drop",
     margin: float = 1.0,
+    converged_threshold: float = DEFAULT_THRESHOLD_POINTS,
     throughput_from: str | None = None,
     log_artifacts: bool = True,
     console: Console | None = None,
@@ -51,6 +53,8 @@ def analyze(
 
     `incomplete` ("drop" | "chance") says how failed, stopped-early and killed runs count in the
     arm means and Δ; `margin` (points of top-1) is the equivalence margin of the verdicts;
+    `converged_threshold` (points of top-1) is the validation gain over the last quarter of
+    training above which an arm is marked still improving beside its verdicts;
     `throughput_from` (default: the study's `analysis.throughput_from`) names the benchmark study
     whose images/s place accuracy-at-resolution on its accuracy–throughput front. From
     MLflow the whole output directory is logged back under `analysis/` of the study's newest
@@ -60,6 +64,11 @@ def analyze(
         raise UserError(f"--incomplete: {incomplete!r} is not one of {', '.join(POLICIES)}")
     if not 0 < margin < 100:
         raise UserError(f"--margin: {margin:g} points is not between 0 and 100; pass e.g. --margin 1")
+    if not 0 <= converged_threshold < 100:
+        raise UserError(
+            f"--converged-threshold: {converged_threshold:g} points is not between 0 and 100; "
+            "pass e.g. --converged-threshold 0.5"
+        )
     out_dir = Path(out) if out is not None else Path("reports") / study
     console = console or Console(stderr=True)
     columns = (
@@ -91,6 +100,7 @@ def analyze(
             runs_path=runs_path,
             policy=incomplete,
             margin=margin / 100,
+            converged_threshold=converged_threshold / 100,
             n_resamples=N_RESAMPLES,
             seed=seed,
         )

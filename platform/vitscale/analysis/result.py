@@ -12,9 +12,11 @@ from vitscale.analysis.load.fields import as_float
 from vitscale.analysis.statistics.arms import Arm
 from vitscale.analysis.statistics.axes import AxisStudy
 from vitscale.analysis.statistics.compute_optimal import ComputeOptimal
+from vitscale.analysis.statistics.convergence import DEFAULT_THRESHOLD_POINTS, Convergence
 from vitscale.analysis.statistics.crossover import Crossover
 from vitscale.analysis.statistics.fits import PowerLawFit
 from vitscale.analysis.statistics.fronts import Front
+from vitscale.analysis.statistics.learning_curves import ArmCurve
 from vitscale.analysis.statistics.resolution import ResolutionPoint
 from vitscale.analysis.statistics.verdicts import Comparison
 from vitscale.kinds import StudyKind, study_kind
@@ -43,6 +45,9 @@ class AnalysisResult:
     policy: str = "drop"  # how runs without a final number count in arm means and Δ (outcomes.py)
     margin: float = 0.01  # equivalence margin of the verdicts, accuracy fraction (0.01 = 1 point)
     n_resamples: int = 0  # of the verdicts' bootstrap over seeds and test images
+    curves: list[ArmCurve] = field(default_factory=list)  # each arm's learning curve, mark and budget
+    converged_threshold: float = DEFAULT_THRESHOLD_POINTS / 100  # gain over the last quarter (fraction)
+    curve_figures: list[Path] = field(default_factory=list)  # the learning curves (also in figure_paths)
     seed: int = 0
     comparison: bool = False
     figure_paths: list[Path] = field(default_factory=list)
@@ -56,6 +61,7 @@ class AnalysisResult:
     importance_path: Path | None = None
     runs_path: Path | None = None
     predictions_path: Path | None = None  # predictions.parquet; None when no run logged predictions
+    curves_path: Path | None = None  # curves.parquet; None when no history was read
     fits_path: Path | None = None
     compute_path: Path | None = None  # compute_optimal.json; None when no group had compute points
     report_path: Path | None = None
@@ -64,6 +70,11 @@ class AnalysisResult:
     @property
     def study_kind(self) -> StudyKind:
         return study_kind(self.kind)
+
+    @property
+    def convergence(self) -> dict[str, Convergence]:
+        """arm label -> its convergence mark (arms with a curve)."""
+        return {c.label: c.convergence for c in self.curves}
 
     @property
     def front_paths(self) -> dict[str, Path]:

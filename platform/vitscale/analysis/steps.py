@@ -20,14 +20,11 @@ from threadpoolctl import threadpool_limits
 from vitscale.analysis.figures import scaling as figs
 from vitscale.analysis.figures.axes import axis_figure
 from vitscale.analysis.figures.compute_optimal import compute_figures
+from vitscale.analysis.figures.curves import learning_curve_figures
 from vitscale.analysis.figures.resolution import accuracy_throughput_figure, accuracy_vs_resolution_figure
-from vitscale.analysis.load.predictions import (
-    PREDICTIONS_FILE,
-    empty,
-    fetch_predictions,
-    read_predictions_table,
-    write_predictions_table,
-)
+from vitscale.analysis.load.beside import SideTable
+from vitscale.analysis.load.curves import CURVES, fetch_curves
+from vitscale.analysis.load.predictions import PREDICTIONS, empty, fetch_predictions
 from vitscale.analysis.load.runs import StudyRuns
 from vitscale.analysis.load.throughput import throughput_for
 from vitscale.analysis.report.arms import write_arms
@@ -58,6 +55,7 @@ from vitscale.analysis.statistics.fronts import (
     write_front,
 )
 from vitscale.analysis.statistics.importance import analyse_importance
+from vitscale.analysis.statistics.learning_curves import arm_curves, curve_run_ids
 from vitscale.analysis.statistics.resolution import eval_resolutions, resolution_points
 from vitscale.analysis.statistics.tuning import add_tuning
 from vitscale.analysis.statistics.verdicts import compare_arms
@@ -137,13 +135,31 @@ def arms_and_verdicts(a: Analysis) -> None:
     res.arms, res.reference = study_arms(res.kind, res.runs, a.params, a.context, res.policy)
     if res.comparison:
         add_tuning(res.runs, res.arms, a.context.get("space"))
-    a.predictions = _predictions(a)
+    run_ids = _predicted_run_ids(res.runs, res.arms, res.comparison)
+    a.predictions, res.predictions_path = _beside(
+        a, PREDICTIONS, run_ids, fetch_predictions, "per-image predictions"
+    )
     res.comparisons = compare_arms(
         res.arms, res.reference, res.runs, a.predictions, res.policy, res.margin, res.seed, res.n_resamples
     )
-    write_arms(res)
     if res.arms:
         _resolution(a)
+
+
+def learning_curves(a: Analysis) -> None:
+    """Each arm's validation and test top-1 against images seen over its finished runs, its
+    convergence mark and budget, and one figure per regime."""
+    res = a.res
+    run_ids = curve_run_ids(res.arms, res.runs)
+    curves, res.curves_path = _beside(a, CURVES, run_ids, fetch_curves, "learning curves")
+    res.curves = arm_curves(res.arms, res.runs, curves, res.converged_threshold)
+    res.curve_figures = learning_curve_figures(res.curves, res.out_dir / "figures")
+    res.figure_paths += res.curve_figures
+
+
+def arms_tables(a: Analysis) -> None:
+    """arms.csv and deltas.csv: the arms, their verdicts and (after learning_curves) their marks."""
+    write_arms(a.res)
 
 
 def fits(a: Analysis) -> None:
@@ -239,7 +255,7 @@ def training_figures(a: Analysis) -> None:
                 paths += figs.accuracy_figure(agg, x, front, out, name, title, logx=logx)
         if "params_mean" in agg.column_names:
             paths += figs.error_figure(agg, res.fits, out)
-    res.figure_paths = paths
+    res.figure_paths += paths
 
 
 def benchmark_figures(a: Analysis) -> None:
@@ -275,6 +291,8 @@ STEPS: dict[str, Step] = {
     "training_fronts": Step("Pareto fronts", training_fronts),
     "benchmark_fronts": Step("Pareto fronts", benchmark_fronts),
     "arms_and_verdicts": Step("arms and verdicts", arms_and_verdicts),
+    "learning_curves": Step("learning curves", learning_curves),
+    "arms_tables": Step("arms.csv, deltas.csv", arms_tables),
     "scaling_fits": Step("scaling-law fits (bootstrap)", fits),
     "compute_optimal": Step("compute-optimal fits (bootstrap)", compute),
     "axes": Step("axis studies (bootstrap)", axes),
@@ -287,28 +305,26 @@ STEPS: dict[str, Step] = {
 }
 
 
-def _predictions(a: Analysis) -> pa.Table:
-    """The per-image predictions of the finished runs the verdicts and fits read, written to
-    predictions.parquet and read back: from MLflow, or from the one beside `--from`'s runs.parquet."""
-    res, source, progress = a.res, a.source, a.progress
-    path = res.out_dir / PREDICTIONS_FILE
+def _beside(
+    a: Analysis, side: SideTable, run_ids: list[str], fetch, label: str
+) -> tuple[pa.Table, Path | None]:
+    """(`side`'s rows for `run_ids`, its file or None): from MLflow (`fetch`), or the one beside
+    `--from`'s runs.parquet; written to the output folder and read back (analyse what was written,
+    as with runs.parquet)."""
+    res, progress = a.res, a.progress
+    path = res.out_dir / side.file
     if a.from_parquet is None:
-        run_ids = _predicted_run_ids(res.runs, res.arms, res.comparison)
-        task = progress.add_task("  per-image predictions", total=len(run_ids))
-        table = (
-            fetch_predictions(source.tracking_uri, run_ids, lambda: progress.advance(task))
-            if source.tracking_uri
-            else empty()
-        )
+        task = progress.add_task(f"  {label}", total=len(run_ids))
+        source = a.source.tracking_uri
+        table = fetch(source, run_ids, lambda: progress.advance(task)) if source else side.empty()
         progress.remove_task(task)
     else:
-        beside = Path(a.from_parquet).parent / PREDICTIONS_FILE
-        table = read_predictions_table(beside)
+        beside = Path(a.from_parquet).parent / side.file
+        table = side.read(beside)
         if beside.resolve() == path.resolve():
-            res.predictions_path = path if table.num_rows else None
-            return table
-    res.predictions_path = write_predictions_table(table, path)
-    return read_predictions_table(path)  # analyse what was written, as with runs.parquet
+            return table, (path if table.num_rows else None)
+    written = side.write(table, path)
+    return side.read(path), written
 
 
 def _predicted_run_ids(runs: pa.Table, arms: list[Arm], comparison: bool) -> list[str]:

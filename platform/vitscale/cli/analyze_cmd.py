@@ -103,15 +103,17 @@ def summary_table(result) -> Table:
     return table
 
 
-def comparison_lines(c) -> list[str]:
-    """One comparison in lines that fit 80 columns: verdict, Δ test (t and bootstrap), Δ val."""
+def comparison_lines(c, note: str = "") -> list[str]:
+    """One comparison in lines that fit 80 columns: verdict (with its convergence `note`: 'still
+    improving: ssog · ode'), Δ test (t and bootstrap), Δ val."""
     j = c.test
     p = f" (p={j.p_holm:.2g} Holm, k={j.family})" if j.claim else ""
     t = f"{_fmt(j.t.mean, 100, 2, signed=True)}" + (
         f" ± {_fmt(j.t.ci95, 100, 2)}" if math.isfinite(j.t.ci95) else ""
     )
-    head = f"{c.shown}: {c.verdict}{p}"
-    lines = [head] if len(head) <= 80 else [f"{c.shown}:", f"  {c.verdict}{p}"]
+    verdict = f"{c.verdict}{p}" + (f" ({note})" if note else "")
+    head = f"{c.shown}: {verdict}"
+    lines = [head] if len(head) <= 80 else [f"{c.shown}:", f"  {verdict}"]
     lines.append(f"  Δ test {t} (t, n={j.t.n} seeds)")
     if j.boot is not None:
         b = j.boot
@@ -153,6 +155,13 @@ def analyze_command(
         help="equivalence margin of the verdicts on test, in points of top-1: two arms are "
         "'equivalent within ±POINTS' when the 90 % interval of Δ lies inside it (TOST)",
     ),
+    converged_threshold: float = typer.Option(
+        0.5,
+        "--converged-threshold",
+        metavar="POINTS",
+        help="an arm whose mean validation top-1 gained more than POINTS over the last quarter of "
+        "training (by images seen) is marked 'still improving' beside every verdict it is in",
+    ),
     throughput_from: str | None = typer.Option(
         None,
         "--throughput-from",
@@ -162,7 +171,7 @@ def analyze_command(
     ),
 ) -> None:
     """Turn a study's runs into Pareto fronts, scaling-law fits, figures and report.md."""
-    from vitscale.analysis import front_lines, pipeline  # lazy: matplotlib, scipy, pyarrow
+    from vitscale.analysis import convergence_note, front_lines, pipeline  # lazy: matplotlib, scipy, pyarrow
 
     name, spec_uri, experiment = resolve_study(study)
     console = Console()
@@ -175,6 +184,7 @@ def analyze_command(
         n_boot=n_boot,
         incomplete=incomplete,
         margin=margin,
+        converged_threshold=converged_threshold,
         throughput_from=throughput_from,
         console=Console(stderr=True),
     )
@@ -193,7 +203,7 @@ def analyze_command(
     if result.comparisons:
         console.print(f"Verdicts on test (margin ±{margin:g} point, incomplete runs: {incomplete}):")
     for c in result.comparisons:
-        for line in comparison_lines(c):
+        for line in comparison_lines(c, convergence_note([c.candidate, c.reference], result.convergence)):
             console.print(line, highlight=False)
     front = front_lines(result)
     if front:

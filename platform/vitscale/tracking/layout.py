@@ -28,7 +28,10 @@ One experiment per study (`tracking.experiment`, default: the study name). In it
   UNLOGGED_METRICS), and the final values (MLflow's latest value per key). A trial that ran all
   its planned epochs also has `test_top1`, `test_top5`, `test_loss` (evaluated once, at the end;
   never used to select). Readers take metrics through `run_values`, which also reads the
-  constants of runs that logged them as metrics (before they moved).
+  constants of runs that logged them as metrics (before they moved). CURVE_METRICS are the
+  per-epoch histories a learning curve is drawn from: `images_seen` (x), `val_top1` and
+  CURVE_TEST_TOP1 (test top-1 at each evaluated epoch: only final-phase runs with
+  `train.test_curve` on log it; it is drawn, never selected on).
 - benchmark studies: one child run per configuration; params `bench.*`
   (mixer, regime, resolution, attention_backend, batch_size, mode, dtype, device, compile, width,
   depth, heads, patch_size, num_gaussians); metrics BENCH_METRICS; STATUS is FINISHED or FAILED
@@ -102,6 +105,11 @@ CONSTANT_METRICS = ("params", "flops_per_image")
 UNLOGGED_METRICS = ("epoch", "did_not_train")
 # Logged with every epoch: the last step of its history is the last epoch MLflow holds.
 STEP_METRIC = "val_loss"
+# Test top-1 at each evaluated epoch (final-phase runs with `train.test_curve`): a learning curve's
+# test line, reported only. Runs logged before it have none: their curves show validation alone.
+CURVE_TEST_TOP1 = "curve_test_top1"
+# The per-epoch histories (step = epoch) a learning curve reads: images seen, validation, test.
+CURVE_METRICS = ("images_seen", "val_top1", CURVE_TEST_TOP1)
 
 # Run names: the separator, and the short forms of the keys they show most (the rest: leaf=value).
 NAME_SEP = " · "

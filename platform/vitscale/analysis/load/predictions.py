@@ -15,9 +15,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from vitscale.errors import UserError
+from vitscale.analysis.load.beside import SideTable
 from vitscale.tracking import store
 from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT, SPLITS, predictions_path, read_predictions
 
@@ -32,8 +31,11 @@ SCHEMA = pa.schema(
 )
 
 
+PREDICTIONS = SideTable(PREDICTIONS_FILE, SCHEMA, "predictions")
+
+
 def empty() -> pa.Table:
-    return SCHEMA.empty_table()
+    return PREDICTIONS.empty()
 
 
 def fetch_predictions(
@@ -81,29 +83,6 @@ def _rows(run_id: str, split: str, table: pa.Table) -> pa.Table:
         },
         schema=SCHEMA,
     )
-
-
-def write_predictions_table(table: pa.Table, path: Path) -> Path | None:
-    """Write predictions.parquet, or remove a stale one when there are no predictions."""
-    if table.num_rows == 0:
-        path.unlink(missing_ok=True)
-        return None
-    pq.write_table(table, path)
-    return path
-
-
-def read_predictions_table(path: Path) -> pa.Table:
-    """predictions.parquet as written by `write_predictions_table`; no file: no predictions."""
-    if not path.is_file():
-        return empty()
-    try:
-        table = pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise UserError(f"{path} is not a Parquet file ({exc}); delete it or redraw from MLflow") from None
-    missing = [f.name for f in SCHEMA if f.name not in table.column_names]
-    if missing:
-        raise UserError(f"{path} is not a vitscale predictions table (missing {missing})")
-    return table.select(SCHEMA.names).cast(SCHEMA)
 
 
 def correctness(table: pa.Table, split: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:

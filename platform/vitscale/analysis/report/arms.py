@@ -11,10 +11,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from vitscale.analysis.report.curves import budget_table, verdict_cell
 from vitscale.analysis.report.markdown import outcomes, pm, table
 from vitscale.analysis.result import AnalysisResult
 from vitscale.analysis.statistics.arms import METRICS
 from vitscale.analysis.statistics.contest import ALPHA, ImageBootstrap, Judgement
+from vitscale.analysis.statistics.convergence import UNDETERMINED, convergence_note
 from vitscale.analysis.statistics.paired import MIN_VERDICT_SEEDS
 from vitscale.analysis.statistics.verdicts import Comparison
 from vitscale.tracking.layout import arm_display
@@ -37,6 +39,7 @@ def write_arms(res: AnalysisResult) -> None:
         for m in METRICS:
             mean, half, n = arm.stats.get(m, (float("nan"), float("nan"), 0))
             row.update({f"{m}_mean": mean, f"{m}_ci95": half, f"{m}_n": n})
+        row.update(_curve_columns(res, arm.label))
         row["config"] = json.dumps(arm.config, sort_keys=True, default=str)
         if arm.tuning is not None:
             row.update({f"tune_{k}": v for k, v in arm.tuning["budget"].items()})
@@ -47,6 +50,26 @@ def write_arms(res: AnalysisResult) -> None:
     if res.comparisons:
         rows = [_delta_row(c, res) for c in res.comparisons]
         pacsv.write_csv(pa.Table.from_pylist(rows), res.out_dir / "deltas.csv")
+
+
+def _curve_columns(res: AnalysisResult, label: str) -> dict:
+    """arms.csv's budget and convergence columns of one arm (none before learning_curves ran)."""
+    curve = next((c for c in res.curves if c.label == label), None)
+    if curve is None:
+        return {}
+    b, m = curve.budget, curve.convergence
+    return {
+        "epochs": b.epochs,
+        "images_seen": b.images_seen,
+        "training_images": b.training_images,
+        "training_images_from": b.training_images_from,
+        "train_flops": b.train_flops,
+        "evaluated_epochs": m.points,
+        "val_gain_last_quarter": m.gain,
+        "convergence": m.mark,
+        "convergence_reason": m.reason,
+        "converged_threshold_points": 100 * res.converged_threshold,
+    }
 
 
 def _delta_row(c: Comparison, res: AnalysisResult) -> dict:
@@ -78,6 +101,13 @@ def _delta_row(c: Comparison, res: AnalysisResult) -> dict:
         "verdict": c.verdict,
         "policy": res.policy,
     }
+    marks = res.convergence
+    if marks:
+        pair = [c.candidate, c.reference]
+        row["arm_convergence"] = marks[c.candidate].mark if c.candidate in marks else None
+        row["reference_convergence"] = marks[c.reference].mark if c.reference in marks else None
+        notes = (convergence_note(pair, marks), convergence_note(pair, marks, UNDETERMINED))
+        row["convergence_note"] = "; ".join(n for n in notes if n) or None
     for side, label in (("arm", c.candidate), ("reference", c.reference)):
         row.update({f"{side}_{k}": v for k, v in by_label[label].counts.items()})
     return row
@@ -99,7 +129,7 @@ def delta_section(res: AnalysisResult) -> list[str]:
             str(c.test.boot.n_images) if c.test.boot else "—",
             p_cell(c.test),
             f"±{100 * c.margin:g}",
-            c.verdict,
+            verdict_cell(c, res),
             outcomes(by_label[c.candidate].counts),
             outcomes(by_label[c.reference].counts),
         ]
@@ -136,6 +166,7 @@ def delta_section(res: AnalysisResult) -> list[str]:
         "",
         *note,
         *table(header, rows),
+        *budget_table(res),
     ]
 
 

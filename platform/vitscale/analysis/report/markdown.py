@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -61,3 +62,9 @@ def outcomes(counts: dict) -> str:
     parts = [f"{counts['n_used']}/{counts['n_runs']} used"]
     parts += [f"{counts[k]} {word}" for k, word in OUTCOME_WORDS if counts.get(k)]
     return ", ".join(parts)
+
+
+def figure(path: Path, out_dir: Path) -> list[str]:
+    """A PNG embedded by its path relative to the report, with a link to its SVG."""
+    rel = path.relative_to(out_dir).as_posix()
+    return [f"![{path.stem.replace('_', ' ')}]({rel}) ([svg]({rel[:-4]}.svg))", ""]

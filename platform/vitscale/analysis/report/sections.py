@@ -17,7 +17,8 @@ from vitscale.analysis.report.arms import arms_section, delta_section
 from vitscale.analysis.report.axes import axes_section
 from vitscale.analysis.report.bench import bench_sections
 from vitscale.analysis.report.compute_optimal import compute_section
-from vitscale.analysis.report.markdown import num, outcomes, pm, si, table
+from vitscale.analysis.report.curves import curves_section
+from vitscale.analysis.report.markdown import figure, num, outcomes, pm, si, table
 from vitscale.analysis.report.resolution import resolution_section
 from vitscale.analysis.result import AnalysisResult
 from vitscale.analysis.statistics.exponents import METHOD_LABELS, QUANTITY_LABELS
@@ -309,11 +310,12 @@ def importance_section(res: AnalysisResult) -> list[str]:
 
 
 def figures_section(res: AnalysisResult) -> list[str]:
-    pngs = [p for p in res.figure_paths if p.suffix == ".png"]
+    """Every figure not shown in its own section (learning curves: *Learning curves*)."""
+    own = set(res.curve_figures)
+    pngs = [p for p in res.figure_paths if p.suffix == ".png" and p not in own]
     out = ["## Figures", ""]
     for p in pngs:
-        rel = p.relative_to(res.out_dir).as_posix()
-        out += [f"![{p.stem.replace('_', ' ')}]({rel}) ([svg]({rel[:-4]}.svg))", ""]
+        out += figure(p, res.out_dir)
     return out if pngs else []
 
 
@@ -321,6 +323,7 @@ SECTIONS: dict[str, Callable[[AnalysisResult], list[str]]] = {  # the names Stud
     "paper_table": paper_table,
     "deltas": delta_section,
     "arms": arms_section,
+    "curves": curves_section,
     "resolution": resolution_section,
     "axes": lambda res: axes_section(res.axes),
     "configurations": configurations_table,
