@@ -126,7 +126,7 @@ def test_the_verdict_section_states_budgets_and_marks_and_notes_the_improving_ar
     assert "## Learning curves" in report
     assert "![learning curves ode](figures/learning_curves_ode.png)" in report
     assert report.count("learning_curves_ode.png") == 1  # in its section, not again under Figures
-    assert "No test curve for attention · ode, ssog · ode: their runs logged no `curve_test_top1`" in report
+    assert "No test curve for attention · ode, ssog · ode: no run logged `curve_test_top1`" in report
     deltas = {r["arm"]: r for r in pacsv.read_csv(res.out_dir / "deltas.csv").to_pylist()}
     row = deltas[IMPROVING_ARM]
     assert row["convergence_note"] == "still improving: ssog · ode" and row["verdict"] == "worse"

@@ -12,18 +12,21 @@ import re
 from pathlib import Path
 
 import numpy as np
+from matplotlib import colormaps
+from matplotlib.colors import to_rgb
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
 from vitscale.analysis.figures.canvas import axes, footnote, save, short
-from vitscale.analysis.figures.style import SPARE_COLORS, mixer_color
+from vitscale.analysis.figures.style import mixer_color
 from vitscale.analysis.statistics.convergence import LAST_SHARE, UNDETERMINED
 from vitscale.analysis.statistics.learning_curves import IMAGES, ArmCurve
 from vitscale.tracking.layout import NAME_SEP
 
 PANEL_KEY = "model.regime"  # one figure per value of this arm key (all arms in one without it)
-COLOR_KEY = "model.mixer"  # a line's colour: the mixer's own where each line has its own mixer
+COLOR_KEY = "model.mixer"  # a line's colour: its mixer's (shades of it for several lines of one mixer)
+MIN_SHADE = 0.4  # the lightest shade: 40 % of the mixer's colour on white
 X_LABELS = {IMAGES: "images seen (training images, cumulative)", "epochs": "epoch (images_seen not logged)"}
 
 
@@ -40,11 +43,18 @@ def _line_label(c: ArmCurve) -> str:
     return NAME_SEP.join(values) or c.label
 
 
-def _colors(curves: list[ArmCurve]) -> list[str]:
+def _colors(curves: list[ArmCurve]) -> list[tuple]:
+    """Each line's colour: its mixer's, and where a mixer has several lines in the figure (widths,
+    settings) shades of it from light to full in the arms' order; without mixers, tab20's."""
     mixers = [c.key.get(COLOR_KEY) for c in curves]
-    if None not in mixers and len(set(mixers)) == len(mixers):
-        return [mixer_color(m) for m in mixers]
-    return [SPARE_COLORS[i % len(SPARE_COLORS)] for i in range(len(curves))]
+    if None in mixers:
+        return [colormaps["tab20"](i % 20) for i in range(len(curves))]
+    out = []
+    for i, mixer in enumerate(mixers):
+        same = [j for j, m in enumerate(mixers) if m == mixer]
+        shade = 1.0 if len(same) == 1 else MIN_SHADE + (1 - MIN_SHADE) * same.index(i) / (len(same) - 1)
+        out.append(tuple(shade * np.array(to_rgb(mixer_color(mixer))) + (1 - shade)))
+    return out
 
 
 def _file_name(panel: str) -> str:
@@ -92,7 +102,7 @@ def learning_curve_figure(panel: str, curves: list[ArmCurve], out_dir: Path) -> 
     ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     if unit == IMAGES:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: short(v)))
-    ax.set_xlim(left=0)
+    ax.set_xlim(0, 1.03 * end if end > 0 else None)
     return save(fig, out_dir, _file_name(panel))
 
 

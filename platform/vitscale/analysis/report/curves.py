@@ -127,9 +127,10 @@ def curves_section(res: AnalysisResult) -> list[str]:
         ]
     no_test = [arm_display(c.label) for c in drawn if not c.has_test]
     if no_test:
+        which = "No test curve" if len(no_test) == len(drawn) else f"No test curve for {', '.join(no_test)}"
         out += [
-            f"No test curve for {', '.join(no_test)}: their runs logged no `{CURVE_TEST_TOP1}` (older "
-            "runs, or `train.test_curve` off); validation only.",
+            f"{which}: no run logged `{CURVE_TEST_TOP1}` (older runs, or `train.test_curve` off); "
+            "validation only.",
             "",
         ]
     epochs = [arm_display(c.label) for c in drawn if c.x_unit != IMAGES]

@@ -38,9 +38,8 @@ def judge_convergence(x: np.ndarray, y: np.ndarray, threshold: float) -> Converg
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]
     if x.size < MIN_POINTS:
-        return Convergence(
-            UNDETERMINED, float("nan"), int(x.size), f"{x.size} evaluated epochs, needs {MIN_POINTS}"
-        )
+        epochs = f"{x.size} evaluated epoch{'' if x.size == 1 else 's'}"
+        return Convergence(UNDETERMINED, float("nan"), int(x.size), f"{epochs}, needs {MIN_POINTS}")
     end = float(x.max())
     start = (1 - LAST_SHARE) * end
     before = x[x <= start]
