@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from vitscale.errors import SolverError, TrialDiverged
+from vitscale.tracking.layout import CURVE_TEST_TOP1
 from vitscale.tracking.predictions import read_predictions
 from vitscale.train import REPORTED_METRICS, fit
 from vitscale.train.checkpoint import CHECKPOINT_FILE, load_checkpoint
@@ -35,6 +36,17 @@ def test_reports_every_metric_each_epoch(tiny_trial):
 def test_non_ode_models_report_no_nfe(tiny_trial):
     result = fit(tiny_trial(train={"epochs": 1}))
     assert "nfe_mean" not in result.metrics
+
+
+def test_test_curve_evaluates_test_every_epoch_and_changes_nothing_else(tiny_trial):
+    """`train.test_curve`: curve_test_top1 after every epoch, the last equal to test_top1; the
+    training itself (losses, validation) is the same as without it."""
+    plain = fit(tiny_trial(train={"epochs": 2})).history
+    curve = fit(tiny_trial(train={"epochs": 2, "test_curve": True})).history
+    assert all(CURVE_TEST_TOP1 in m for m in curve) and not any(CURVE_TEST_TOP1 in m for m in plain)
+    assert curve[-1][CURVE_TEST_TOP1] == curve[-1]["test_top1"]
+    for a, b in zip(plain, curve, strict=True):
+        assert (a["train_loss"], a["val_top1"]) == (b["train_loss"], b["val_top1"])
 
 
 def test_same_seed_same_metrics(tiny_trial):

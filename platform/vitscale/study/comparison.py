@@ -101,9 +101,13 @@ def arm_study(spec: StudySpec, arm: Mapping[str, Any]) -> StudySpec:
 
 
 def final_study(spec: StudySpec) -> StudySpec:
-    """The study the final runs resolve against: points are {arm keys..., tuned keys...}."""
+    """The study the final runs resolve against: points are {arm keys..., tuned keys...}. Its runs
+    also evaluate test after every epoch (`train.test_curve`), for the report's learning curves:
+    tuning is over, and nothing reads those numbers but the report."""
     search = spec.search.model_copy(update={"fidelity": None})
-    return spec.model_copy(update={**AS_TRAIN_STUDY, "scheduler": _fifo(), "search": search})
+    train = spec.trial.train.model_copy(update={"test_curve": True})
+    trial = spec.trial.model_copy(update={"train": train})
+    return spec.model_copy(update={**AS_TRAIN_STUDY, "scheduler": _fifo(), "search": search, "trial": trial})
 
 
 def _fifo():

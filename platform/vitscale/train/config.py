@@ -154,6 +154,11 @@ class TrainConfig(BaseModel):
         "float32 on CPU; recorded as run (auto resolved)",
     )
     compile: bool = Field(False, description="torch.compile the model")
+    test_curve: bool = Field(
+        False,
+        description="also evaluate test after every epoch (metric curve_test_top1): the learning curves "
+        "of a report; reported only, nothing selects on it; the final phase of a comparison turns it on",
+    )
     threads: int | None = Field(None, ge=1, description="torch CPU threads; default: the trial's CPUs")
     distill: DistillConfig | None = Field(
         None, description="trajectory distillation from a trained teacher (ODE students); null = off"

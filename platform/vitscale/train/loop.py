@@ -25,6 +25,7 @@ from vitscale.models import build
 from vitscale.models.config import ModelConfig
 from vitscale.models.measure import count_params
 from vitscale.precision import autocast as precision_autocast
+from vitscale.tracking.layout import CURVE_TEST_TOP1
 from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT, write_predictions
 from vitscale.train.checkpoint import (
     TrainState,
@@ -232,9 +233,11 @@ def fit(
                 "flops_per_image": cost.flops(val_stats.get("val_nfe_mean")),
                 "peak_memory_mb": peak_memory_mb(device),
             }
-            if last:  # finished: the one look at test, reported only
+            if last:  # finished: test with per-image predictions, reported only
                 test_stats, predictions["test"] = split_predictions(runner, bundle, config, autocast, "test")
                 metrics.update(test_stats)
+                if train_cfg.test_curve:
+                    metrics[CURVE_TEST_TOP1] = test_stats["test_top1"]
                 metrics["did_not_train"] = float(did_not_train(metrics["val_top1"], bundle.num_classes))
                 if train_cfg.eval_resolutions:  # accuracy at other input sizes: reported only, like test
                     at_metrics, at_predictions = evaluate_at_resolutions(
@@ -242,6 +245,8 @@ def fit(
                     )
                     metrics.update(at_metrics)
                     predictions.update(at_predictions)
+            elif train_cfg.test_curve:  # the learning curve on test: reported only, like test_top1
+                metrics[CURVE_TEST_TOP1] = evaluate(runner, bundle, config, autocast, "test")["test_top1"]
             history.append(metrics)
             if checkpoint_dir is not None:
                 if last:  # beside the checkpoint, so a Tune trial's copy in storage carries them
