@@ -320,7 +320,7 @@ COMPARISON_CONFIRMATION = {
         ],
         "rho": None,
         "n": 2,
-        "rho_note": "n = 2 < 3: undefined",
+        "rho_note": "n = 2 < 3",
         "low_fidelity_point": {"train.lr": 3e-3},
         "low_fidelity_score": 0.78,
         "changed": True,

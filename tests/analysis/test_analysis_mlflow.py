@@ -221,7 +221,7 @@ def test_comparison_reads_reference_and_space_from_the_parent_run(comparison):
     report = res.report_path.read_text()
     assert "## Does the low-fidelity ranking transfer? ([transfer.csv](transfer.csv))" in report
     assert "(data.num_train=100, train.epochs=1)" in report
-    assert "**ssog · discrete** — ρ undefined (n = 2 < 3: undefined); **the choice changed**: full " in report
+    assert "**ssog · discrete** — ρ undefined (n = 2 < 3); **the choice changed**: full " in report
     assert "1 of 3 confirmation runs did not qualify (failed or short)." in report
     assert "| 2 (#2) | lr=0.01 | 0.77 | 0.85 | ✓ |" in report
     assert "| 3 (#0) | lr=1e-3 | 0.7 | — (did not qualify) |  |" in report

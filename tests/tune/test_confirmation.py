@@ -6,12 +6,13 @@ and (slow) a tiny comparison on digits run through the real CLI, analysed and re
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from study_helpers import child_runs, parent_runs, vitscale, write_study
+from study_helpers import TINY_TRIAL, child_runs, parent_runs, vitscale, write_study
 
 from vitscale.cli import main
 from vitscale.study import SpecError, count_trials, load_study
@@ -175,7 +176,7 @@ def test_a_failed_or_short_confirmation_run_does_not_qualify_and_rho_needs_three
     )
     assert choice.point == P[1]
     c = choice.confirmation
-    assert c["rho"] is None and c["n"] == 1 and "undefined" in c["rho_note"]
+    assert c["rho"] is None and c["n"] == 1 and c["rho_note"] == "n = 1 < 3"
     assert "2 of 3 confirmation runs did not qualify" in c["note"]
 
 
@@ -255,23 +256,27 @@ def test_study_show_of_a_comparison_that_never_ran_prints_no_record(tmp_path, mo
 
 @pytest.mark.slow
 def test_a_tiny_comparison_confirms_its_top_points_at_full_fidelity_end_to_end(tmp_path):
-    """digits, width 16, 1 epoch at low fidelity: 2 arms x (3 tuning + 3 confirmation + 1 final)."""
+    """digits, width 16: 2 arms x (3 tuning trials at 1 epoch + 3 confirmation runs + 1 final run at 3
+    epochs)."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     results = tmp_path / "results"
+    trial = json.loads(json.dumps(TINY_TRIAL))
+    trial["train"]["epochs"] = 3  # full fidelity: enough to leave chance, so the scores differ
     study = write_study(
         tmp_path,
         "cmp-confirm",
         kind="comparison",
+        trial=trial,
         arms={"model.mixer": ["attention", "ssog"]},
         reference={"model.mixer": "attention"},
-        # a range so narrow every value lies at its edge: study show must flag each arm's lr
-        space={"train.lr": {"loguniform": [3.0e-3, 3.1e-3]}, "train.warmup_epochs": {"uniform": [0.0, 1.0]}},
+        # batch_size has two values, both ends of its range: every arm's choice is at an edge
+        space={"train.lr": {"loguniform": [1.0e-3, 3.0e-2]}, "train.batch_size": {"int": [63, 64]}},
         search={
             "algorithm": "random",
             "num_samples": 3,
             "seeds": [0],
             "max_concurrent_trials": 2,
-            "fidelity": {"data.num_train": 96, "train.epochs": 1},
+            "fidelity": {"train.epochs": 1},
             "confirm": {"top_k": 3},
         },
         final={"seeds": [100]},
@@ -288,8 +293,9 @@ def test_a_tiny_comparison_confirms_its_top_points_at_full_fidelity_end_to_end(t
         for phase, n in (("tune", 3), ("confirm", 3), ("final", 1))
     }
     confirm_runs = [r for r in runs if r.data.tags[layout.PHASE] == "confirm"]
-    assert {r.data.params["data.num_train"] for r in confirm_runs} == {"192"}  # full fidelity
-    assert {r.data.params["train.epochs"] for r in confirm_runs} == {"2"}
+    tune_runs = [r for r in runs if r.data.tags[layout.PHASE] == "tune"]
+    assert {r.data.params["train.epochs"] for r in tune_runs} == {"1"}  # low fidelity
+    assert {r.data.params["train.epochs"] for r in confirm_runs} == {"3"}  # full fidelity
     assert {r.data.params["train.seed"] for r in confirm_runs} == {"0"}  # the first tuning seed
     assert all(r.info.run_name.startswith("confirm · ") and " · #" in r.info.run_name for r in confirm_runs)
 
@@ -305,13 +311,16 @@ def test_a_tiny_comparison_confirms_its_top_points_at_full_fidelity_end_to_end(t
         chosen = next(p for p in c["points"] if p["chosen"])
         assert choice["point"] == chosen["point"] and choice["score"] == chosen["full_score"]
         assert chosen["full_score"] == max(p["full_score"] for p in c["points"])  # chosen at full fidelity
-        assert c["rho"] is None or -1 <= c["rho"] <= 1
-        assert [e["key"] for e in choice["edges"]] == ["train.lr"], key
+        assert c["n"] == 3 and (c["rho"] is not None and -1 <= c["rho"] <= 1 or c["rho_note"])
+        assert "train.batch_size" in [e["key"] for e in choice["edges"]], key
         final = [r for r in runs if r.data.tags[layout.PHASE] == "final" and r.data.tags[layout.ARM] == key]
         assert float(final[0].data.params["train.lr"]) == pytest.approx(choice["point"]["train.lr"])
 
     show = vitscale("study", "show", str(study), "--set", f"storage={results}", cwd=tmp_path)
-    assert "# edge: attention train.lr=" in show.stdout and "# edge: ssog train.lr=" in show.stdout
+    assert (
+        "# edge: attention train.batch_size=" in show.stdout
+        and "# edge: ssog train.batch_size=" in show.stdout
+    )
     assert "low → full fidelity ρ" in show.stdout
 
     report = tmp_path / "report"
@@ -320,7 +329,8 @@ def test_a_tiny_comparison_confirms_its_top_points_at_full_fidelity_end_to_end(t
     assert "## Does the low-fidelity ranking transfer?" in text, text
     assert "| low-fi rank | configuration | low-fi val_top1 | full-fi val_top1 | chosen |" in text
     assert "**attention** — ρ" in text and "**ssog** — ρ" in text and "✓" in text
-    assert "3 confirmation" in text and "within 5% of" in text
+    assert "(6 tuning, 6 confirmation, 2 final)" in text
+    assert re.search(r"⚠ train\.batch_size=6[34] within 5% of (lower|upper) edge 6[34]", text)
     assert (report / "transfer.csv").is_file()
 
     # A driver killed after the confirmations: the record lost ssog's choice but kept its tuning.

@@ -82,7 +82,11 @@ def confirmed_choice(
         }
         for rank, s in enumerate(top, start=1)
     ]
-    rank_correlation = spearman([r["low_score"] for r in rows], [_missing(r["full_score"]) for r in rows])
+    rank_correlation = spearman(
+        [r["low_score"] for r in rows],
+        [_missing(r["full_score"]) for r in rows],
+        names=("low-fidelity", "full-fidelity"),
+    )
     notes = []
     if len(top) < top_k:
         notes.append(f"only {len(top)} of top_k {top_k} points qualified in tuning: confirmed those")

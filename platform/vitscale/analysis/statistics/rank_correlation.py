@@ -20,7 +20,7 @@ MIN_POINTS = 3
 class RankCorrelation:
     rho: float | None  # None: undefined (see note)
     n: int  # points with both scores
-    note: str = ""  # why rho is undefined; "" when it is defined
+    note: str = ""  # why rho is undefined ("n = 2 < 3"); "" when it is defined
 
 
 def average_ranks(values: Sequence[float]) -> list[float]:
@@ -38,12 +38,15 @@ def average_ranks(values: Sequence[float]) -> list[float]:
     return ranks
 
 
-def spearman(xs: Sequence[float], ys: Sequence[float]) -> RankCorrelation:
-    """ρ of paired scores (same length); pairs where either score is missing or not finite are left out."""
+def spearman(
+    xs: Sequence[float], ys: Sequence[float], names: tuple[str, str] = ("first", "second")
+) -> RankCorrelation:
+    """ρ of paired scores (same length); pairs where either score is missing or not finite are left
+    out. `names` name the two sets in the note ("every low-fidelity score ties")."""
     pairs = [(x, y) for x, y in zip(xs, ys, strict=True) if _finite(x) and _finite(y)]
     n = len(pairs)
     if n < MIN_POINTS:
-        return RankCorrelation(None, n, f"n = {n} < {MIN_POINTS}: undefined")
+        return RankCorrelation(None, n, f"n = {n} < {MIN_POINTS}")
     rx = average_ranks([x for x, _ in pairs])
     ry = average_ranks([y for _, y in pairs])
     mx, my = sum(rx) / n, sum(ry) / n
@@ -51,8 +54,7 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> RankCorrelation:
     sxx = sum((a - mx) ** 2 for a in rx)
     syy = sum((b - my) ** 2 for b in ry)
     if sxx == 0 or syy == 0:
-        side = "first" if sxx == 0 else "second"
-        return RankCorrelation(None, n, f"every score of the {side} set ties: undefined")
+        return RankCorrelation(None, n, f"every {names[0] if sxx == 0 else names[1]} score ties")
     return RankCorrelation(max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy))), n)
 
 
