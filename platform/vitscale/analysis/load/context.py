@@ -48,7 +48,7 @@ def parent_context(client: Any, parent: Any) -> dict:
         "fidelity": fidelity,
         "analysis": analysis,
         "tuned_from": _json_tag(parent, layout.TUNED_FROM),
-        "confirmation": _confirmations(client, parent) if layout.RANK_TRANSFER in parent.data.tags else None,
+        "confirmation": _confirmations(client, parent),
     }
 
 
@@ -59,9 +59,11 @@ def _artifact_text(client: Any, parent: Any, path: str) -> str:
 
 def _confirmations(client: Any, parent: Any) -> dict | None:
     """{arm tag: its confirmation record} from `comparison.json` (logged when the study finished);
-    None while it runs or where the artifact is unreadable."""
+    None for a study that confirmed nothing (no RANK_TRANSFER tag), while it runs, or unreadable."""
     from mlflow.exceptions import MlflowException
 
+    if layout.RANK_TRANSFER not in parent.data.tags:
+        return None  # no download for studies that never confirmed
     try:
         record = json.loads(_artifact_text(client, parent, layout.COMPARISON_ARTIFACT))
     except (MlflowException, OSError, json.JSONDecodeError):
