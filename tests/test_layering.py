@@ -25,9 +25,21 @@ LAYERS: tuple[tuple[frozenset[str], str], ...] = (
         "the facts of the search-space distributions; no torch, nothing of vitscale",
     ),
     (
-        frozenset({"models", "device", "openmp", "precision", "kinds", "sqlite_files", "storage_errors"}),
+        frozenset(
+            {
+                "models",
+                "device",
+                "openmp",
+                "precision",
+                "kinds",
+                "sqlite_files",
+                "storage_errors",
+                "range_edge",
+            }
+        ),
         "a ViT from one ModelConfig, which torch device to use and in which precision, how worker "
-        "processes' OpenMP threads wait, the study kinds (plain data), SQLite checks, storage failures as one line",
+        "processes' OpenMP threads wait, the study kinds (plain data), SQLite checks, storage failures as "
+        "one line, a tuned value at the edge of its searched range",
     ),
     (frozenset({"data", "tracking"}), "data sets (registered like mixers) and the MLflow layout and store"),
     (frozenset({"train", "bench"}), "one trial (fit) and one benchmark sweep, each with its config"),

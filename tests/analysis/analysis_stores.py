@@ -302,6 +302,34 @@ COMPARISON_SPACE = {
     "model.regime": {"choice": ["discrete", "ode"]},
 }
 COMPARISON_REFERENCE = {"model.mixer": "attention"}
+COMPARISON_FIDELITY = {"data.num_train": 100, "train.epochs": 1}
+# ssog · discrete tuned at COMPARISON_FIDELITY, its top 3 points confirmed at full fidelity (as
+# tune.confirmation records it): full fidelity reverses the first two, so the choice changed.
+COMPARISON_CONFIRMATION = {
+    "model.mixer=ssog,model.regime=discrete": {
+        "top_k": 3,
+        "confirmed": 3,
+        "seed": 0,
+        "metric": "val_top1",
+        "mode": "max",
+        "fidelity": COMPARISON_FIDELITY,
+        "points": [
+            {"point": {"train.lr": 3e-3}, "sample": 5, "low_rank": 1, "low_score": 0.78, "full_score": 0.83,
+             "chosen": False},
+            {"point": {"train.lr": 1e-2}, "sample": 2, "low_rank": 2, "low_score": 0.77, "full_score": 0.85,
+             "chosen": True},
+            {"point": {"train.lr": 1e-3}, "sample": 0, "low_rank": 3, "low_score": 0.70, "full_score": None,
+             "chosen": False},
+        ],
+        "rho": None,
+        "n": 2,
+        "rho_note": "n = 2 < 3",
+        "low_fidelity_point": {"train.lr": 3e-3},
+        "low_fidelity_score": 0.78,
+        "changed": True,
+        "note": "1 of 3 confirmation runs did not qualify (failed or short)",
+    }
+}  # fmt: skip
 TUNED_LR = {
     ("attention", "discrete"): 1e-3,
     ("ssog", "discrete"): 1e-2,
@@ -431,7 +459,11 @@ def write_comparison_study(uri: str, artifacts: Path) -> None:
             layout.REFERENCE: json.dumps(COMPARISON_REFERENCE),
         },
     ).info.run_id
-    client.log_text(parent, json.dumps({"name": COMPARISON_STUDY, "space": COMPARISON_SPACE}), "spec.yaml")
+    spec = {"name": COMPARISON_STUDY, "space": COMPARISON_SPACE, "search": {"fidelity": COMPARISON_FIDELITY}}
+    client.log_text(parent, json.dumps(spec), "spec.yaml")
+    choices = {arm: {"arm": arm, "confirmation": c} for arm, c in COMPARISON_CONFIRMATION.items()}
+    client.log_text(parent, json.dumps({"choices": choices, "final_done": True}), layout.COMPARISON_ARTIFACT)
+    client.set_tag(parent, layout.RANK_TRANSFER, json.dumps({arm: {"n": 2} for arm in choices}))
     rng = np.random.default_rng(11)
     for t in comparison_trials():
         tags = {

@@ -21,7 +21,6 @@ from vitscale.analysis.load.outcomes import outcome_counts
 from vitscale.analysis.load.runs import StudyRuns, runs_to_table, write_snapshot
 from vitscale.analysis.pipeline import analyze
 from vitscale.analysis.statistics.paired import by_seed, paired_delta
-from vitscale.analysis.statistics.tuning import edge
 from vitscale.errors import UserError
 from vitscale.tracking import layout
 
@@ -202,26 +201,35 @@ def test_comparison_arms_reference_budget_tuned_config_and_edges(tmp_path):
     }
     ssog_disc = arms["model.mixer=ssog,model.regime=discrete"].tuning
     assert ssog_disc["tuned"] == {"model.ssog.num_gaussians": 8, "train.lr": 0.01}
-    assert ssog_disc["edges"] == {"model.ssog.num_gaussians": "high", "train.lr": "high"}
+    assert {k: e.side for k, e in ssog_disc["edges"].items()} == {
+        "model.ssog.num_gaussians": "upper",
+        "train.lr": "upper",
+    }
     attention_ode = arms["model.mixer=attention,model.regime=ode"].tuning
     assert attention_ode["tuned"] == {"train.lr": 0.002} and attention_ode["edges"] == {}  # K: ssog only
     assert all(f.counts["n_runs"] == 4 for f in res.fits)  # fits read the final phase only
     report = res.report_path.read_text()
-    assert "⚠ model.ssog.num_gaussians (high), ⚠ train.lr (high)" in report
+    assert (
+        "⚠ model.ssog.num_gaussians=8 within 5% of upper edge 8, ⚠ train.lr=0.01 within 5% of upper edge 0.01"
+        in report
+    )
+    assert "## Does the low-fidelity ranking transfer?" not in report  # tuned at full fidelity
     assert "2/4 used, 1 failed, 1 stopped early" in report
     assert "(model.mixer=attention)" in report and "Comparison study" in report
     assert "## Top-1 by regime and width" not in report  # its best-config cells mix in tuning runs
 
 
-def test_edges_of_each_kind_of_range():
-    assert edge(1e-2, {"loguniform": [1e-4, 1e-2]}) == "high"
-    assert edge(1.2e-4, {"loguniform": [1e-4, 1e-2]}) == "low"  # within 5 % of the log range
-    assert edge(1e-3, {"loguniform": [1e-4, 1e-2]}) is None
-    assert edge(0.5, {"uniform": [0.0, 1.0]}) is None and edge(0.97, {"uniform": [0.0, 1.0]}) == "high"
-    assert edge(1, {"int": [1, 8]}) == "low" and edge(4, {"int": [1, 8]}) is None
-    assert edge(64, {"choice": [128, 32, 64]}) is None and edge(128, {"grid": [128, 32, 64]}) == "high"
-    assert edge("ssog", {"choice": ["attention", "ssog"]}) is None  # categorical: no edge
-    assert edge(64, {"choice": [32, 64]}) is None  # two values: no interior, so no edge either
+def test_a_comparison_tuned_at_a_fidelity_without_confirmation_says_the_transfer_is_not_shown(tmp_path):
+    runs = [
+        fake_run(
+            t["trial"], t["trial"], i, t["params"], t["metrics"], **{layout.STATUS: t["status"], **t["tags"]}
+        )
+        for i, t in enumerate(comparison_trials())
+    ]
+    context = {"reference": COMPARISON_REFERENCE, "space": COMPARISON_SPACE, "fidelity": {"train.epochs": 1}}
+    report = _analyze(tmp_path, runs, kind="comparison", context=context).report_path.read_text()
+    assert "tuned at low fidelity (train.epochs=1) and no tuning point was re-run" in report
+    assert "holds at full fidelity is **not shown**" in report
 
 
 def test_an_unknown_policy_is_a_user_error(tmp_path):

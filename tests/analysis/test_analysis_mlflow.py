@@ -51,7 +51,8 @@ def test_mlflow_and_parquet_give_the_same_outputs(which, request):
     files_b = sorted(p.relative_to(b.out_dir).as_posix() for p in b.out_dir.rglob("*") if p.is_file())
     assert files_a == files_b
     csvs = [f for f in files_a if f.endswith(".csv")]
-    assert csvs and all(f.startswith(("pareto_", "crossovers", "arms", "deltas", "importance")) for f in csvs)
+    prefixes = ("pareto_", "crossovers", "arms", "deltas", "importance", "transfer")
+    assert csvs and all(f.startswith(prefixes) for f in csvs)
     for name in [*csvs, "fits.json", "report.md"]:
         assert (a.out_dir / name).read_text() == (b.out_dir / name).read_text(), name
     assert pq.read_table(a.runs_path).to_pandas().equals(pq.read_table(b.runs_path).to_pandas())  # NaN == NaN
@@ -210,12 +211,20 @@ def test_comparison_reads_reference_and_space_from_the_parent_run(comparison):
     assert res.comparison and res.reference == COMPARISON_REFERENCE
     assert redrawn.reference == COMPARISON_REFERENCE  # kept in runs.parquet's metadata
     arms = {a.label: a for a in redrawn.arms}
-    assert arms["model.mixer=ssog,model.regime=discrete"].tuning["edges"] == {
-        "model.ssog.num_gaussians": "high",
-        "train.lr": "high",
-    }
+    edges = arms["model.mixer=ssog,model.regime=discrete"].tuning["edges"]
+    assert {k: e.side for k, e in edges.items()} == {"model.ssog.num_gaussians": "upper", "train.lr": "upper"}
     assert arms["model.mixer=ssog,model.regime=ode"].tuning["budget"]["n_failed"] == 1
+    assert arms["model.mixer=ssog,model.regime=discrete"].tuning["confirmation"][
+        "changed"
+    ]  # from comparison.json
+    assert arms["model.mixer=ssog,model.regime=ode"].tuning["confirmation"] is None
     report = res.report_path.read_text()
+    assert "## Does the low-fidelity ranking transfer? ([transfer.csv](transfer.csv))" in report
+    assert "(data.num_train=100, train.epochs=1)" in report
+    assert "**ssog · discrete** — ρ undefined (n = 2 < 3); **the choice changed**: full " in report
+    assert "1 of 3 confirmation runs did not qualify (failed or short)." in report
+    assert "| 2 (#2) | lr=0.01 | 0.77 | 0.85 | ✓ |" in report
+    assert "| 3 (#0) | lr=1e-3 | 0.7 | — (did not qualify) |  |" in report
     assert "| ssog · discrete | attention · discrete | +" in report
 
 

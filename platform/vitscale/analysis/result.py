@@ -50,6 +50,7 @@ class AnalysisResult:
     curve_figures: list[Path] = field(default_factory=list)  # the learning curves (also in figure_paths)
     seed: int = 0
     comparison: bool = False
+    tuning_fidelity: dict | None = None  # comparison: search.fidelity its arms were tuned at, if any
     figure_paths: list[Path] = field(default_factory=list)
     settings: list[str] = field(
         default_factory=list
@@ -98,6 +99,7 @@ class AnalysisResult:
             "stopped_early": sum(bool(e) for e in early),
             "did_not_train": sum(d is True for d in dnt),
             "tuning": sum(p == "tune" for p in phase),
+            "confirmation": sum(p == "confirm" for p in phase),
             "final": sum(p == "final" for p in phase),
         }
 

@@ -31,6 +31,7 @@ from vitscale.analysis.report.arms import write_arms
 from vitscale.analysis.report.axes import write_axes_csv
 from vitscale.analysis.report.compute_optimal import write_compute_json
 from vitscale.analysis.report.resolution import write_resolution_csv
+from vitscale.analysis.report.transfer import write_transfer
 from vitscale.analysis.result import AnalysisResult
 from vitscale.analysis.statistics.aggregate import aggregate_replicates
 from vitscale.analysis.statistics.arms import Arm, is_comparison, study_arms
@@ -134,7 +135,8 @@ def arms_and_verdicts(a: Analysis) -> None:
     res = a.res
     res.arms, res.reference = study_arms(res.kind, res.runs, a.params, a.context, res.policy)
     if res.comparison:
-        add_tuning(res.runs, res.arms, a.context.get("space"))
+        add_tuning(res.runs, res.arms, a.context.get("space"), a.context.get("confirmation"))
+        res.tuning_fidelity = a.context.get("fidelity")
     run_ids = _predicted_run_ids(res.runs, res.arms, res.comparison)
     a.predictions, res.predictions_path = _beside(
         a, PREDICTIONS, run_ids, fetch_predictions, "per-image predictions"
@@ -142,6 +144,7 @@ def arms_and_verdicts(a: Analysis) -> None:
     res.comparisons = compare_arms(
         res.arms, res.reference, res.runs, a.predictions, res.policy, res.margin, res.seed, res.n_resamples
     )
+    write_transfer(res)
     if res.arms:
         _resolution(a)
 

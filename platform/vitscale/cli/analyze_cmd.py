@@ -190,8 +190,9 @@ def analyze_command(
     )
     c = result.counts()
     console.print(summary_table(result))
+    confirmation = f", {c['confirmation']} confirmation" if c["confirmation"] else ""
     phases = (
-        f" ({c['tuning']} tuning, {c['final']} final; the table and Δ use the final runs)"
+        f" ({c['tuning']} tuning{confirmation}, {c['final']} final; the table and Δ use the final runs)"
         if c["final"]
         else ""
     )

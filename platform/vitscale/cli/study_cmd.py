@@ -36,6 +36,7 @@ from vitscale.study import (
 from vitscale.study.comparison import arm_list
 from vitscale.study.defaults import run_defaults
 from vitscale.study.plan import planned_trials
+from vitscale.tune.comparison_record import record_json, record_lines
 
 SetOption = Annotated[
     list[str] | None,
@@ -58,7 +59,7 @@ def trials_line(spec) -> str:
 
     kind = study_kind(spec.kind)
     if kind.phased:
-        tuning, final = planned_trials(spec)
+        tuning, confirmation, final = planned_trials(spec)
         arms = len(arm_list(spec))
         fidelity = spec.search.fidelity
         at = f" at {', '.join(f'{k}={v}' for k, v in fidelity.items())}" if fidelity else ""
@@ -67,8 +68,11 @@ def trials_line(spec) -> str:
                 f"{n(final, 'trial')} = {n(arms, 'arm')} x {n(len(spec.final.seeds), 'final seed')}, "
                 f"each arm at the point {spec.tuned_from} tuned for it (no tuning here)"
             )
+        # every arm has the same budget: the same number of points to confirm
+        confirmed = f" + {n(confirmation // arms, 'confirmation run')}" if confirmation else ""
         return (
-            f"{n(tuning + final, 'trial')} = {n(arms, 'arm')} x ({n(tuning // arms, 'tuning trial')}{at}"
+            f"{n(tuning + confirmation + final, 'trial')} = {n(arms, 'arm')} x "
+            f"({n(tuning // arms, 'tuning trial')}{at}{confirmed}"
             f" + {n(len(spec.final.seeds), 'final seed')} at full fidelity)"
         )
     if spec.search.algorithm == "grid":  # a benchmark: its configurations
@@ -107,12 +111,14 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON (spec, trials, points, hash)")] = False,
 ) -> None:
     """Print the resolved study (after extends, includes and --set), how many trials it runs, and
-    what its nulls become as trials run (the recipe, threads, LayerScale, position embedding)."""
+    what its nulls become as trials run (the recipe, threads, LayerScale, position embedding); for
+    a comparison that ran here, its newest execution's arms, rank transfer and range-edge flags."""
     raw, files = read_study(file)
     raw, touched = apply_overrides(raw, set_ or ())
     spec = validate_study(raw, str(file), touched)
     data = spec_dict(spec)
     defaults = run_defaults(spec)  # what the nulls become, per variant
+    kind = study_kind(spec.kind)
     if as_json:
         report = {
             "spec": data,
@@ -123,6 +129,8 @@ def show(
             "grid_points": len(grid_points(spec)) if spec.search.algorithm == "grid" else None,
             "as_run": [{"trials": names, "values": values} for names, values in defaults],
         }
+        if kind.phased:
+            report["latest_execution"] = record_json(spec)  # after a run: the arms' choices
         typer.echo(json.dumps(report, indent=2))
         return
     typer.echo(f"# {' <- '.join(files)}" + (f"  (--set {', '.join(set_)})" if set_ else ""))
@@ -134,3 +142,6 @@ def show(
             typer.echo(
                 f"#   {', '.join(names)}: " + ", ".join(f"{k}={json.dumps(v)}" for k, v in values.items())
             )
+    if kind.phased:  # after a run: each arm's choice, its rank transfer, tuned values at an edge
+        for line in record_lines(spec):
+            typer.echo(f"# {line}")

@@ -37,6 +37,12 @@ def comparison_problems(
                 "only for kind: comparison (its tuning phase runs at this fidelity, the final phase at "
                 "the trial's); a train study has no final phase: set the values in trial instead",
             )
+        if spec.search.confirm is not None:
+            yield Problem(
+                "search.confirm",
+                "only for kind: comparison with search.fidelity (it re-runs each arm's top points at "
+                "full fidelity); remove it",
+            )
         return
     if not spec.arms:
         yield Problem(
@@ -49,6 +55,7 @@ def comparison_problems(
     elif spec.tuned_from is None:  # else the source's tuning seeds, checked when the study starts
         yield from _disjoint_seeds(spec)
     yield from _fidelity(spec)
+    yield from _confirm(spec)
     yield from _tuned_from(spec)
     yield from _reference(spec)
     yield from _match(spec)
@@ -112,6 +119,19 @@ def _fidelity(spec: StudySpec) -> Iterable[Problem]:
             )
 
 
+def _confirm(spec: StudySpec) -> Iterable[Problem]:
+    """Confirmation re-runs low-fidelity points at full fidelity: without a fidelity (or without a
+    tuning phase) there is nothing to confirm, and asking for it would silently do nothing."""
+    confirm = spec.search.confirm
+    if confirm is None or confirm.top_k == 0 or spec.search.fidelity or spec.tuned_from:
+        return  # tuned_from: reported with its own line
+    yield Problem(
+        "search.confirm",
+        "confirms tuning done at search.fidelity, and none is set: tuning already runs at full "
+        "fidelity; set search.fidelity (e.g. {data.num_train: 5000, train.epochs: 3}) or remove search.confirm",
+    )
+
+
 def _tuned_from(spec: StudySpec) -> Iterable[Problem]:
     """A borrowed tuning has nothing to search: a space or a fidelity would be silently ignored."""
     if spec.tuned_from is None:
@@ -124,6 +144,8 @@ def _tuned_from(spec: StudySpec) -> Iterable[Problem]:
         )
     if spec.search.fidelity:
         yield Problem("search.fidelity", "tuned_from: no tuning phase runs here; remove search.fidelity")
+    if spec.search.confirm is not None:
+        yield Problem("search.confirm", "tuned_from: no tuning phase runs here; remove search.confirm")
 
 
 def _match(spec: StudySpec) -> Iterable[Problem]:

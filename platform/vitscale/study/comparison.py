@@ -5,8 +5,11 @@ al. 2018). A comparison study tunes every arm (each combination of `arms:` value
 search budget on validation — at `search.fidelity` where set (a cheaper trial: fewer images or
 epochs) and with its own sampler seed, so arms do not all draw the same points — then re-runs
 each arm's best configuration at full fidelity over `final.seeds` (disjoint from the tuning
-seeds) and evaluates it on test. This module turns the study into one plain `kind: train` study
-per arm; `vitscale.tune.comparison` runs them.
+seeds) and evaluates it on test. Tuned at a fidelity, each arm's top `search.confirm.top_k` points
+are first re-run at full fidelity on the first tuning seed and the arm's configuration is chosen
+among those runs (`confirm_study`), so a ranking that does not transfer cannot pick it. This module
+turns the study into plain `kind: train` studies per arm and phase; `vitscale.tune.comparison`
+runs them.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ def _arm_search(spec: StudySpec, arm: Mapping[str, Any]):
     seed = search.sampler_seed
     if seed is not None:
         seed += [dict(a) for a in arm_list(spec)].index(dict(arm))
-    return search.model_copy(update={"sampler_seed": seed, "fidelity": None})
+    return search.model_copy(update={"sampler_seed": seed, "fidelity": None, "confirm": None})
 
 
 def _arm_space(spec: StudySpec, arm: Mapping[str, Any]) -> dict:
@@ -100,11 +103,36 @@ def arm_study(spec: StudySpec, arm: Mapping[str, Any]) -> StudySpec:
     return study
 
 
+def confirm_top_k(spec: StudySpec) -> int:
+    """How many of each arm's best tuning points are confirmed at full fidelity: `search.confirm.top_k`
+    when the arms are tuned here at a fidelity, else 0 (tuning already ran at full fidelity)."""
+    confirm = spec.search.confirm
+    if confirm is None or not spec.search.fidelity or spec.tuned_from:
+        return 0
+    return confirm.top_k
+
+
+def confirm_study(spec: StudySpec, arm: Mapping[str, Any]) -> StudySpec:
+    """The confirmation study of one arm: its tuning study at full fidelity (the trial's own values),
+    on the first tuning seed only (never a final seed), FIFO: every confirmed point runs all its
+    epochs, as a final run would."""
+    search = _arm_search(spec, arm).model_copy(update={"seeds": list(spec.search.seeds[:1])})
+    return spec.model_copy(
+        update={
+            **AS_TRAIN_STUDY,
+            "trial": _arm_trial(spec, arm),
+            "space": _arm_space(spec, arm),
+            "search": search,
+            "scheduler": _fifo(),
+        }
+    )
+
+
 def final_study(spec: StudySpec) -> StudySpec:
     """The study the final runs resolve against: points are {arm keys..., tuned keys...}. Its runs
     also evaluate test after every epoch (`train.test_curve`), for the report's learning curves:
     tuning is over, and nothing reads those numbers but the report."""
-    search = spec.search.model_copy(update={"fidelity": None})
+    search = spec.search.model_copy(update={"fidelity": None, "confirm": None})
     train = spec.trial.train.model_copy(update={"test_curve": True})
     trial = spec.trial.model_copy(update={"train": train})
     return spec.model_copy(update={**AS_TRAIN_STUDY, "scheduler": _fifo(), "search": search, "trial": trial})

@@ -153,6 +153,8 @@ def spec_dict(spec: StudySpec) -> dict[str, Any]:
     for key in ("arms", "reference", "final"):  # comparison only: other specs hash as before
         if data.get(key) is None:
             data.pop(key, None)
+    if data["search"].get("confirm") is None:  # set for comparisons tuned at a fidelity only
+        data["search"].pop("confirm", None)
     return data
 
 

@@ -28,6 +28,28 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+DEFAULT_CONFIRM_TOP_K = 3  # a comparison tuned at search.fidelity confirms this many points per arm
+MIN_CONFIRM_TOP_K = 3  # fewer points cannot show a ranking transfers (Spearman needs 3)
+
+
+class ConfirmConfig(_Section):
+    top_k: int = Field(
+        DEFAULT_CONFIRM_TOP_K,
+        ge=0,
+        description=f"points per arm re-run at full fidelity (0 = off; else at least {MIN_CONFIRM_TOP_K})",
+    )
+
+    @field_validator("top_k")
+    @classmethod
+    def _enough_to_rank(cls, top_k: int) -> int:
+        if 0 < top_k < MIN_CONFIRM_TOP_K:
+            raise ValueError(
+                f"{top_k} point(s) cannot show that the low-fidelity ranking transfers (a rank "
+                f"correlation needs {MIN_CONFIRM_TOP_K}): give 0 (off) or {MIN_CONFIRM_TOP_K} or more"
+            )
+        return top_k
+
+
 class SearchConfig(_Section):
     algorithm: Literal["grid", "random", "tpe", "nsga2", "cmaes", "qmc"] = Field(
         "grid", description="grid: every point of the space; the others are Optuna samplers"
@@ -54,6 +76,12 @@ class SearchConfig(_Section):
         description="comparison: trial values of the tuning phase only ({dotted trial path: value}, "
         "e.g. {data.num_train: 10000, train.epochs: 4}): each arm is tuned on this cheaper trial, "
         "its best point re-run at full fidelity in the final phase",
+    )
+    confirm: ConfirmConfig | None = Field(
+        None,
+        description=f"comparison with fidelity: each arm's top_k tuning points (validation) are re-run "
+        "at full fidelity on the first of search.seeds, and the arm's configuration is chosen among "
+        f"those runs; default top_k {DEFAULT_CONFIRM_TOP_K} whenever search.fidelity is set",
     )
 
 
@@ -215,6 +243,8 @@ class StudySpec(_Section):
             self.search.seeds = [self.trial_settings.seed]
         if self.search.num_samples is None and self.search.algorithm != "grid":
             self.search.num_samples = DEFAULT_NUM_SAMPLES
+        if kind.phased and self.search.fidelity and self.search.confirm is None and not self.tuned_from:
+            self.search.confirm = ConfirmConfig()  # low-fidelity tuning is confirmed at full fidelity
         if self.scheduler.max_t is None and self.scheduler.type in ("asha", "hyperband"):
             self.scheduler.max_t = max_epochs(self)
         return self

@@ -70,11 +70,14 @@ FAILURE_REASON = "vitscale.failure_reason"  # diverged | solver_error | out_of_m
 STOPPED_EARLY = "vitscale.stopped_early"  # "true" | "false" (ASHA stopped it)
 NODE_ID = "vitscale.node_id"
 DID_NOT_TRAIN = "vitscale.did_not_train"  # "true" | "false": finished at chance level (see train.metrics)
-PHASE = "vitscale.phase"  # comparison studies: "tune" | "final"
+PHASE = "vitscale.phase"  # comparison studies: "tune" | "confirm" | "final"
 ARM = "vitscale.arm"  # comparison studies: the arm key, e.g. "model.mixer=ssog,model.regime=ode"
 FIDELITY = "vitscale.fidelity"  # comparison tuning runs: JSON of search.fidelity (their cheaper trial)
 REFERENCE = "vitscale.reference"  # comparison parent run: JSON of the reference arm's values
 TUNED_FROM = "vitscale.tuned_from"  # comparison parent run: JSON {study, run_id, tuning_seeds, fidelity}
+# comparison parent run: JSON {arm key: {rho, n, confirmed, changed}}, one entry per arm whose
+# low-fidelity top points were re-run at full fidelity (phase "confirm"; tune.confirmation)
+RANK_TRANSFER = "vitscale.rank_transfer"
 CONFIG_KEY = "vitscale.config_key"  # hash of the trial config without the seed: groups replicates
 RESTARTS = "vitscale.restarts"  # times the trial was restarted from its checkpoint (worker/node lost)
 DISCARDED_CHECKPOINT = "vitscale.discarded_checkpoint"  # "<checkpoint>: <why>": damaged, trial restarted
@@ -92,6 +95,10 @@ NOTE = "mlflow.note.content"
 # training; every experiment vitscale creates carries it, so the UI lands on the runs table.
 EXPERIMENT_KIND = "mlflow.experimentKind"
 EXPERIMENT_KIND_TRAINING = "custom_model_development"
+
+# A comparison's parent run: its record (each arm's choice, its confirmation at full fidelity, the
+# tuned values at a range's edge), as the execution folder holds it (tune.comparison writes both).
+COMPARISON_ARTIFACT = "comparison.json"
 
 STATUSES = ("FINISHED", "FAILED", "KILLED", "RUNNING")
 
@@ -123,6 +130,11 @@ NAME_SHORT = {
     "data.num_train": "n",
     "train.epochs": "e",
 }
+
+# Per-arm metrics of a comparison's parent run (`arm/<arm>/<name>`, tracking.parent_summary): Spearman's
+# ρ between an arm's low- and full-fidelity validation scores of its confirmed points, and their n.
+RANK_TRANSFER_RHO = "rank_transfer_rho"
+RANK_TRANSFER_N = "rank_transfer_n"
 
 BENCH_METRICS = (
     "images_per_second",

@@ -14,9 +14,11 @@ its own a parent shows nothing, and studies cannot be compared by their result. 
   `best_<objective>` (e.g. `best_val_top1`), the same configuration's `best_<test metric>` and
   `best_n_seeds`; per arm `arm/<arm>/<objective>_mean`, `arm/<arm>/<test metric>_mean` and
   `arm/<arm>/n` — a comparison's arms from their final runs (plus `arm/<arm>/tuning_<objective>`,
-  the tuned configuration's seed mean in tuning), a train study's arms (mixer x regime, where it
-  has more than one) from their best configuration. `<arm>` is the arm's display name with
-  characters MLflow refuses in a metric name replaced (`ssog_ode`). Benchmarks get the counts.
+  the tuned configuration's seed mean in tuning, and where tuning ran at a fidelity
+  `arm/<arm>/rank_transfer_rho` and `arm/<arm>/rank_transfer_n`, logged as each arm's confirmation
+  ends), a train study's arms (mixer x regime, where it has more than one) from their best
+  configuration. `<arm>` is the arm's display name with characters MLflow refuses in a metric
+  name replaced (`ssog_ode`). Benchmarks get the counts.
 
 Grouping follows the replicate contract: runs of one configuration share `vitscale.config_key`;
 only finished runs that ran every epoch enter a mean, and a metric is averaged only where every
@@ -133,6 +135,16 @@ def _arm_metrics(arm: str, group, objective: str, test: str | None) -> dict[str,
     prefix = f"arm/{arm_metric_label(arm)}/"
     out = {f"{prefix}{metric}_mean": means[metric] for metric in (objective, test) if metric in means}
     return {**out, f"{prefix}n": float(n)}
+
+
+def rank_transfer_metrics(arm: str, rho: float | None, n: int) -> dict[str, float]:
+    """arm/<arm>/rank_transfer_rho (where defined) and arm/<arm>/rank_transfer_n of an arm whose
+    low-fidelity top points were confirmed at full fidelity."""
+    prefix = f"arm/{arm_metric_label(arm)}/"
+    out = {f"{prefix}{layout.RANK_TRANSFER_N}": float(n)}
+    if rho is not None:
+        out[f"{prefix}{layout.RANK_TRANSFER_RHO}"] = float(rho)
+    return out
 
 
 def counts(runs: list, planned: int) -> dict[str, float]:

@@ -5,12 +5,19 @@ Phases of one execution (`storage/<name>/<timestamp>/`):
   replicates, its own Optuna DB and sampler seed) over `space` with the arm's values (and
   `search.fidelity`) fixed in the trial. Every arm gets the same budget. ASHA, if any, sees this
   arm's trials only.
+- `confirm-<i>` (tuned at a fidelity, `search.confirm.top_k` > 0): arm i's top_k qualified tuning
+  points re-run at full fidelity on the first of `search.seeds`, FIFO; the arm's configuration is
+  chosen among them (`tune.confirmation`), with Spearman's ρ between the two rankings.
 - `final`: each arm's best point (validation only, see `tune.selection`) x `final.seeds`, FIFO;
   the trainer evaluates test once at the end of each run.
-`comparison.json` records each finished phase (and each arm's choice) as it ends. Resume skips
-finished phases, restores the Tune experiment of the interrupted one (its finished trials are
-not re-run) and starts those not begun. All runs are children of the study's parent run, tagged
-`vitscale.phase` and `vitscale.arm`; the parent carries `vitscale.reference`.
+`comparison.json` records each finished phase (an arm's low-fidelity choice under `low_fidelity`
+while its confirmation is pending, each arm's choice with the values at a range's edge) as it
+ends. Resume skips finished phases, restores the Tune experiment of the interrupted one (its
+finished trials are not re-run) and starts those not begun; an execution begun before
+confirmation existed (its record has no `confirm_top_k`) keeps its arms alike and confirms none.
+All runs are children of the study's parent run, tagged `vitscale.phase` and `vitscale.arm`; the
+parent carries `vitscale.reference` and, per confirmed arm, `vitscale.rank_transfer` and the
+metrics `arm/<arm>/rank_transfer_rho|n`.
 """
 
 from __future__ import annotations
@@ -24,24 +31,38 @@ from pathlib import Path
 from ray import tune
 
 from vitscale.errors import UserError
+from vitscale.range_edge import point_edges
 from vitscale.study import count_trials
-from vitscale.study.comparison import arm_list, arm_study, arm_values, final_study
+from vitscale.study.comparison import (
+    arm_list,
+    arm_study,
+    arm_values,
+    confirm_study,
+    confirm_top_k,
+    final_study,
+)
 from vitscale.tracking import layout, parent_summary, queued, store
-from vitscale.tune import interrupt, optuna_study, signed_storage
+from vitscale.tune import confirmation, interrupt, optuna_study, signed_storage
+from vitscale.tune.comparison_record import RECORD_FILE
+from vitscale.tune.execution_files import read_state, write_state
 from vitscale.tune.phase_callback import PhaseCallback
 from vitscale.tune.progress import ProgressCallback
-from vitscale.tune.selection import choose
-from vitscale.tune.storage import read_state, write_state
+from vitscale.tune.selection import ArmChoice, choose
 from vitscale.tune.summary import child_runs, close_completed, close_orphans, summarise
 from vitscale.tune.tuned_from import borrowed_choices
 from vitscale.tune.tuner import build_tuner, describe_trial, trainable_for
 
-STATE_FILE = "comparison.json"
-ARTIFACT = "comparison.json"
+STATE_FILE = RECORD_FILE
+ARTIFACT = layout.COMPARISON_ARTIFACT
 
 
-def _load_state(directory: Path) -> dict:
-    return read_state(directory / STATE_FILE, default={"choices": {}, "final_done": False})
+def _load_state(directory: Path, spec) -> dict:
+    """The execution's record; a new one confirms `confirm_top_k(spec)` points per arm."""
+    fresh = {"choices": {}, "final_done": False, "confirm_top_k": confirm_top_k(spec)}
+    state = read_state(directory / STATE_FILE, default=fresh)
+    state.setdefault("confirm_top_k", 0)  # begun before confirmation existed: no arm confirms
+    state.setdefault("low_fidelity", {})
+    return state
 
 
 def save_state(directory: Path, state: dict) -> None:
@@ -71,14 +92,14 @@ def _fit(execution, phase: str, phase_spec, callback, progress, search=None, ver
     return results
 
 
-def _callback(execution, phase_spec, phase: str, arm: dict | None) -> PhaseCallback:
+def _callback(execution, phase_spec, phase: str, arm: dict | None, describe=None) -> PhaseCallback:
     return PhaseCallback(
         tracking_uri=execution.tracking_uri,
         experiment_id=execution.experiment_id,
         parent_run_id=execution.parent_run_id,
         study=execution.spec.name,
         kind=execution.spec.kind,
-        describe=functools.partial(describe_trial, spec=phase_spec),
+        describe=describe or functools.partial(describe_trial, spec=phase_spec),
         phase=phase,
         arm=arm,
         arm_fields=list(execution.spec.arms),
@@ -117,7 +138,7 @@ def borrowed_state(spec, uri: str) -> dict | None:
     if spec.tuned_from is None:
         return None
     choices, provenance = borrowed_choices(spec, uri)
-    return {"choices": choices, "final_done": False, "tuned_from": provenance}
+    return {"choices": choices, "final_done": False, "tuned_from": provenance, "confirm_top_k": 0}
 
 
 def _final_points(spec, choices: dict[str, dict]) -> list[dict]:
@@ -131,7 +152,7 @@ def run_comparison(execution, verbose: int = 1):
     """Every phase not yet done; then the parent run ends and the summary is read from MLflow."""
     spec = execution.spec
     client = store.client_for(execution.tracking_uri)
-    state = _load_state(execution.directory)
+    state = _load_state(execution.directory, spec)
     tags = {layout.REFERENCE: json.dumps(spec.reference)}
     if state.get("tuned_from"):
         tags[layout.TUNED_FROM] = json.dumps(state["tuned_from"])
@@ -145,13 +166,25 @@ def run_comparison(execution, verbose: int = 1):
         if key in state["choices"]:
             continue
         phase_spec = arm_study(spec, arm)
-        callback = _callback(execution, phase_spec, "tune", arm)
-        label = f"tune arm {i + 1}/{len(arms)} {layout.arm_display(key)}"
-        progress = _progress(execution, label, count_trials(phase_spec), since)
-        results = _fit(execution, f"tune-{i}", phase_spec, callback, progress, verbose=verbose)
-        live |= {r.metrics.get("trial_id") for r in results if r.metrics}
-        close_completed(client, execution, results)
-        choice = choose(results, key, arm, list(spec.search.seeds), objective.metric, objective.mode)
+        name = f"{i + 1}/{len(arms)} {layout.arm_display(key)}"  # the arm in progress lines
+        if key in state["low_fidelity"]:  # tuned; its confirmation was interrupted
+            choice = ArmChoice.from_json(state["low_fidelity"][key])
+        else:
+            callback = _callback(execution, phase_spec, "tune", arm)
+            progress = _progress(execution, f"tune arm {name}", count_trials(phase_spec), since)
+            results = _fit(execution, f"tune-{i}", phase_spec, callback, progress, verbose=verbose)
+            live |= {r.metrics.get("trial_id") for r in results if r.metrics}
+            close_completed(client, execution, results)
+            choice = choose(results, key, arm, list(spec.search.seeds), objective.metric, objective.mode)
+        top_k = state["confirm_top_k"]
+        if top_k and choice.point is not None:
+            state["low_fidelity"][key] = choice.to_json()
+            save_state(execution.directory, state)
+            choice, ended = _confirm(execution, i, arm, choice, top_k, f"confirm arm {name}", since, verbose)
+            live |= ended
+            _log_rank_transfer(client, execution.parent_run_id, key, choice, state)
+        space = {k: p.model_dump(mode="json") for k, p in phase_spec.space.items()}
+        choice.edges = point_edges(choice.point, space)
         state["choices"][key] = choice.to_json()
         save_state(execution.directory, state)
     points = _final_points(spec, state["choices"])
@@ -177,6 +210,51 @@ def run_comparison(execution, verbose: int = 1):
     summary.arms = arm_rows(client, execution, state)
     parent_summary.log_summary(client, execution.experiment_id, execution.parent_run_id, spec)
     return summary
+
+
+def _confirm(
+    execution, i: int, arm: dict, low: ArmChoice, top_k: int, label: str, since: float, verbose: int
+):
+    """Phase `confirm-<i>`: the arm's top points at full fidelity on the first tuning seed; (the
+    arm's choice among them, the trial ids that ran)."""
+    spec, objective = execution.spec, execution.spec.objectives[0]
+    client = store.client_for(execution.tracking_uri)
+    phase_spec = confirm_study(spec, arm)
+    top = confirmation.top_points(low, top_k, objective.mode)
+    seed = phase_spec.search.seeds[0]
+    describe = functools.partial(
+        confirmation.describe_confirmation, spec=phase_spec, samples=confirmation.samples(top)
+    )
+    callback = _callback(execution, phase_spec, "confirm", arm, describe=describe)
+    progress = _progress(execution, label, len(top), since)
+    search = confirmation.phase_search(top, seed)
+    results = _fit(execution, f"confirm-{i}", phase_spec, callback, progress, search=search, verbose=verbose)
+    close_completed(client, execution, results)
+    choice = confirmation.confirmed_choice(
+        low,
+        results,
+        top=top,
+        top_k=top_k,
+        seed=seed,
+        metric=objective.metric,
+        mode=objective.mode,
+        fidelity=spec.search.fidelity,
+    )
+    if choice.confirmation["note"]:
+        print(f"[{spec.name}] {label}: {choice.confirmation['note']}", flush=True)
+    return choice, {r.metrics.get("trial_id") for r in results if r.metrics}
+
+
+def _log_rank_transfer(client, parent_run_id: str, key: str, choice: ArmChoice, state: dict) -> None:
+    """The parent run's RANK_TRANSFER tag (every confirmed arm so far) and this arm's ρ and n."""
+    done = {k: c.get("confirmation") for k, c in state["choices"].items() if c.get("confirmation")}
+    done[key] = choice.confirmation
+    summary = {
+        k: {field: c[field] for field in ("rho", "n", "confirmed", "changed")} for k, c in done.items()
+    }
+    store.set_tags(client, parent_run_id, {layout.RANK_TRANSFER: json.dumps(summary, sort_keys=True)})
+    metrics = parent_summary.rank_transfer_metrics(key, choice.confirmation["rho"], choice.confirmation["n"])
+    store.log_metrics(client, parent_run_id, metrics, step=0)
 
 
 def arm_rows(client, execution, state: dict) -> list[dict]:

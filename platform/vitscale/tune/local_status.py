@@ -136,7 +136,8 @@ def _ended(run) -> bool:
 
 
 def _phase(spec, runs) -> str:
-    """A comparison's phase now: `tune arm 2/4 ssog · ode` or `final`, from its running trials."""
+    """A comparison's phase now: `tune arm 2/4 ssog · ode`, `confirm arm 2/4 ssog · ode` or
+    `final`, from its running trials."""
     if not study_kind(spec.kind).phased:
         return ""
     running = [r.data.tags for r in runs if r.data.tags.get(layout.STATUS) == "RUNNING"]
@@ -145,8 +146,8 @@ def _phase(spec, runs) -> str:
     keys = [layout.arm_key(arm) for arm in arm_list(spec)]
     for tags in running:
         if tags.get(layout.ARM) in keys:
-            arm = tags[layout.ARM]
-            return f"tune arm {keys.index(arm) + 1}/{len(keys)} {layout.arm_display(arm)}"
+            arm, phase = tags[layout.ARM], tags.get(layout.PHASE) or "tune"
+            return f"{phase} arm {keys.index(arm) + 1}/{len(keys)} {layout.arm_display(arm)}"
     return ""
 
 

@@ -1,6 +1,6 @@
-"""The MLflow callback of a comparison phase: every child run also gets `vitscale.phase` and
-`vitscale.arm` (tuning runs at a lower fidelity also `vitscale.fidelity`), and a phase ending does
-not end the study's parent run (more phases follow)."""
+"""The MLflow callback of a comparison phase (tune, confirm, final): every child run also gets
+`vitscale.phase` and `vitscale.arm` (tuning runs at a lower fidelity also `vitscale.fidelity`), and
+a phase ending does not end the study's parent run (more phases follow)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class PhaseCallback(MlflowStudyCallback):
         super().__init__(*args, **kwargs)
         self.phase = phase
         self.fidelity = fidelity or None  # the tuning phase's search.fidelity
-        self.arm = arm  # tuning: the phase's one arm; final: None, read from each trial's point
+        self.arm = arm  # tune, confirm: the phase's one arm; final: None, read from each trial's point
         self.arm_fields = list(arm_fields)
 
     def _arm_tag(self, config: dict) -> str:
@@ -42,12 +42,13 @@ class PhaseCallback(MlflowStudyCallback):
         return run_id
 
     def run_name(self, trial, description) -> str:
-        """'tune · ssog · ode · #7 · s0' (what the arm's search varies follows the arm), 'final ·
-        ssog · ode · s100' (a final run is its arm's tuned point: the arm names it)."""
-        arm = self.arm or {k: (trial.config.get("point") or {}).get(k) for k in self.arm_fields}
-        if self.phase != "tune":
+        """'tune · ssog · ode · #7 · s0' and 'confirm · ssog · ode · #7 · s0' (a phase of one arm:
+        what its points vary follows the arm), 'final · ssog · ode · s100' (a final run is its arm's
+        tuned point: the arm names it)."""
+        if self.arm is None:
+            arm = {k: (trial.config.get("point") or {}).get(k) for k in self.arm_fields}
             return layout.run_name(arm, trial.config.get("seed"), phase=self.phase)
-        return layout.NAME_SEP.join([layout.run_name(arm, phase=self.phase), description.run_name])
+        return layout.NAME_SEP.join([layout.run_name(self.arm, phase=self.phase), description.run_name])
 
     def arm_of(self, trial, description) -> str:
         return self._arm_tag(trial.config)  # tracking.checkpoints: best picks per comparison arm

@@ -3,14 +3,15 @@
 A point's score is the mean of the (single, `val_*`) objective over its tuning seeds. A point
 counts only when every seed ran all its planned epochs: a failed, errored or early-stopped
 replicate disqualifies it, so failures never win and a point is never judged on fewer seeds
-than the others. Test metrics are never read here.
+than the others. Test metrics are never read here. An arm tuned at low fidelity is chosen again
+from its confirmation runs (`tune.confirmation`), by the same rules.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from vitscale.tracking.tune_callback import RESULT_FAILURE_REASON, RESULT_PLANNED_EPOCHS
@@ -23,13 +24,28 @@ class ArmChoice:
     arm: str
     values: dict[str, Any]
     point: dict[str, Any] | None  # the winning point (searched keys only); None: nothing qualified
-    score: float | None  # mean validation objective over the tuning seeds
+    score: float | None  # its mean validation objective over the seeds it was chosen on
     tuning_trials: int
     qualified_points: int
-    scores: list[dict[str, Any]] = field(default_factory=list)  # every point: mean, seeds, ok
+    scores: list[dict[str, Any]] = field(default_factory=list)  # every tuning point: mean, seeds, ok
+    # Tuned at low fidelity: its top points at full fidelity, ρ (tune.confirmation); else None.
+    confirmation: dict[str, Any] | None = None
+    edges: list[dict[str, Any]] = field(default_factory=list)  # the point's values at a range's edge
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ArmChoice:
+        """A recorded choice (comparison.json) back; a record older than a field has its default."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def ranked(self, mode: str) -> list[dict[str, Any]]:
+        """The qualified points, best first (of equals, the earliest)."""
+        sign = -1.0 if mode == "max" else 1.0
+        qualified = [s for s in self.scores if s["qualified"]]
+        return sorted(qualified, key=lambda s: sign * s["mean"])  # stable: equals keep their order
 
 
 def _complete(result) -> bool:
@@ -54,7 +70,9 @@ def choose(results, arm: str, values: dict[str, Any], seeds: list[int], metric: 
             continue
         total += 1
         key = json.dumps(config["point"], sort_keys=True, default=str)
-        group = groups.setdefault(key, {"point": config["point"], "values": {}})
+        group = groups.setdefault(
+            key, {"point": config["point"], "values": {}, "sample": config.get("sample")}
+        )
         value = (result.metrics or {}).get(metric)
         ok = _complete(result) and _finite(value)
         group["values"][config.get("seed")] = float(value) if ok else None
@@ -63,7 +81,15 @@ def choose(results, arm: str, values: dict[str, Any], seeds: list[int], metric: 
         got = group["values"]
         ok = set(got) >= set(seeds) and all(got[s] is not None for s in seeds)
         mean = sum(got[s] for s in seeds) / len(seeds) if ok else None
-        scores.append({"point": group["point"], "mean": mean, "seeds": len(got), "qualified": ok})
+        scores.append(
+            {
+                "point": group["point"],
+                "mean": mean,
+                "seeds": len(got),
+                "qualified": ok,
+                "sample": group["sample"],
+            }
+        )
     qualified = [s for s in scores if s["qualified"]]
     best = None
     if qualified:

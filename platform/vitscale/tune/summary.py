@@ -30,7 +30,7 @@ class TrialRow:
     metrics: dict[str, float]
     params: dict[str, str] = field(default_factory=dict)
     config_key: str = ""  # replicates of one configuration share it (layout.CONFIG_KEY)
-    phase: str = ""  # comparison studies: "tune" | "final"
+    phase: str = ""  # comparison studies: "tune" | "confirm" | "final"
 
 
 @dataclass

@@ -26,7 +26,7 @@ from vitscale.study.comparison import arm_list
 from vitscale.study.spec import StudySpec
 from vitscale.tracking import layout, store
 
-COMPARISON_ARTIFACT = "comparison.json"
+COMPARISON_ARTIFACT = layout.COMPARISON_ARTIFACT
 SPEC_ARTIFACT = "spec.yaml"
 
 

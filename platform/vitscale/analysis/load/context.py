@@ -1,6 +1,7 @@
 """Facts about a study that live on its parent run, not on the trials: the comparison's reference
-arm and borrowed tuning (tags), the searched ranges and the analysis settings (the `space` and
-`analysis` of the `spec.yaml` artifact).
+arm and borrowed tuning (tags), the searched ranges, the tuning fidelity and the analysis settings
+(the `space`, `search.fidelity` and `analysis` of the `spec.yaml` artifact), and each arm's
+confirmation at full fidelity (the `comparison.json` artifact a finished comparison logs).
 
 They are stored in runs.parquet's metadata so `--from` redraws the same report without MLflow.
 """
@@ -20,7 +21,8 @@ SPEC_ARTIFACT = "spec.yaml"
 
 
 def parent_context(client: Any, parent: Any) -> dict:
-    """{"reference", "space", "analysis", "tuned_from"}: each a mapping or None (missing or unreadable)."""
+    """{"reference", "space", "fidelity", "analysis", "tuned_from", "confirmation"}: each a mapping
+    or None (missing or unreadable); "confirmation" maps each confirmed arm's tag to its record."""
     from mlflow.exceptions import MlflowException
 
     reference = None
@@ -30,22 +32,46 @@ def parent_context(client: Any, parent: Any) -> dict:
             reference = json.loads(raw)
         except json.JSONDecodeError:
             reference = None
-    space = analysis = None
+    space = analysis = fidelity = None
     try:
-        with tempfile.TemporaryDirectory() as tmp, store.quiet_artifact_progress():
-            path = client.download_artifacts(parent.info.run_id, SPEC_ARTIFACT, tmp)
-            doc = yaml.safe_load(Path(path).read_text()) or {}
+        doc = yaml.safe_load(_artifact_text(client, parent, SPEC_ARTIFACT)) or {}
         doc = doc if isinstance(doc, dict) else {}
         space = doc.get("space") if isinstance(doc.get("space"), dict) else None
         analysis = doc.get("analysis") if isinstance(doc.get("analysis"), dict) else None
+        search = doc.get("search") if isinstance(doc.get("search"), dict) else {}
+        fidelity = search.get("fidelity") if isinstance(search.get("fidelity"), dict) else None
     except (MlflowException, OSError, yaml.YAMLError):
-        space = analysis = None
+        space = analysis = fidelity = None
     return {
         "reference": reference if isinstance(reference, dict) else None,
         "space": space,
+        "fidelity": fidelity,
         "analysis": analysis,
         "tuned_from": _json_tag(parent, layout.TUNED_FROM),
+        "confirmation": _confirmations(client, parent),
     }
+
+
+def _artifact_text(client: Any, parent: Any, path: str) -> str:
+    with tempfile.TemporaryDirectory() as tmp, store.quiet_artifact_progress():
+        return Path(client.download_artifacts(parent.info.run_id, path, tmp)).read_text()
+
+
+def _confirmations(client: Any, parent: Any) -> dict | None:
+    """{arm tag: its confirmation record} from `comparison.json` (logged when the study finished);
+    None for a study that confirmed nothing (no RANK_TRANSFER tag), while it runs, or unreadable."""
+    from mlflow.exceptions import MlflowException
+
+    if layout.RANK_TRANSFER not in parent.data.tags:
+        return None  # no download for studies that never confirmed
+    try:
+        record = json.loads(_artifact_text(client, parent, layout.COMPARISON_ARTIFACT))
+    except (MlflowException, OSError, json.JSONDecodeError):
+        return None
+    choices = record.get("choices") if isinstance(record, dict) else None
+    if not isinstance(choices, dict):
+        return None
+    return {k: c["confirmation"] for k, c in choices.items() if isinstance(c, dict) and c.get("confirmation")}
 
 
 def _json_tag(parent: Any, tag: str) -> Any:

@@ -1,7 +1,8 @@
 """Arm sections of report.md and their CSVs: each arm's top-1 (validation and test) with its
 outcome counts, each comparison against the reference arm (Δ test with the seed-paired t-interval
 and the seeds × images bootstrap, Δ val as information, p, margin, verdict), and for comparison
-studies the tuning budget, tuned configuration and edge-of-range flags."""
+studies the tuning budget, tuned configuration and edge-of-range flags (each naming the key, the
+value and the edge: `vitscale.range_edge`)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def write_arms(res: AnalysisResult) -> None:
         if arm.tuning is not None:
             row.update({f"tune_{k}": v for k, v in arm.tuning["budget"].items()})
             row["tuned"] = json.dumps(arm.tuning["tuned"], sort_keys=True, default=str)
-            row["at_edge"] = json.dumps(arm.tuning["edges"], sort_keys=True)
+            row["at_edge"] = json.dumps({k: e.side for k, e in arm.tuning["edges"].items()}, sort_keys=True)
         arm_rows.append(row)
     pacsv.write_csv(pa.Table.from_pylist(arm_rows), res.out_dir / "arms.csv")
     if res.comparisons:
@@ -235,7 +236,7 @@ def arms_section(res: AnalysisResult) -> list[str]:
             row += [
                 outcomes(t["budget"]) if t["budget"].get("n_runs") else "0",
                 ", ".join(f"{k}={v}" for k, v in t["tuned"].items()) or "— (search space unknown)",
-                ", ".join(f"⚠ {k} ({e})" for k, e in t["edges"].items()) or "none",
+                ", ".join(f"⚠ {e.describe(k, t['tuned'][k])}" for k, e in t["edges"].items()) or "none",
             ]
         rows.append(row)
     intro = (
@@ -246,8 +247,9 @@ def arms_section(res: AnalysisResult) -> list[str]:
     notes = []
     if tuned and any(a.tuning and a.tuning["edges"] for a in res.arms):
         notes = [
-            "⚠: the tuned value lies at the edge of the searched range (within 5 %, log scale for "
-            "loguniform): the optimum may lie outside it, so that arm may be under-tuned.",
+            "⚠: the tuned value lies at the edge of the searched range (within 5 % of its width, on "
+            "the log scale for log ranges; of listed numbers, the smallest or largest): the optimum "
+            "may lie outside it, so that arm may be under-tuned.",
             "",
         ]
     return ["## Arms", "", intro + " " + POLICY_TEXT[res.policy], "", *table(header, rows), *notes]

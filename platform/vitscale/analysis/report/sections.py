@@ -20,6 +20,7 @@ from vitscale.analysis.report.compute_optimal import compute_section
 from vitscale.analysis.report.curves import curves_section
 from vitscale.analysis.report.markdown import figure, num, outcomes, pm, si, table
 from vitscale.analysis.report.resolution import resolution_section
+from vitscale.analysis.report.transfer import transfer_section
 from vitscale.analysis.result import AnalysisResult
 from vitscale.analysis.statistics.exponents import METHOD_LABELS, QUANTITY_LABELS
 from vitscale.analysis.statistics.fits import FLOOR_MARGIN, MIN_DISTINCT_P
@@ -34,7 +35,8 @@ def header_lines(res: AnalysisResult) -> list[str]:
     trained), and what the statistics use."""
     c, kind = res.counts(), res.study_kind
     parents = ", ".join(f"`{p}`" for p in res.parent_run_ids) or "—"
-    phases = f" ({c['tuning']} tuning, {c['final']} final)" if c["final"] else ""
+    confirmation = f", {c['confirmation']} confirmation" if c["confirmation"] else ""
+    phases = f" ({c['tuning']} tuning{confirmation}, {c['final']} final)" if c["final"] else ""
     incomplete = "scored as chance" if res.policy == "chance" else "dropped"
     return [
         f"# {res.study}: analysis",
@@ -324,6 +326,7 @@ SECTIONS: dict[str, Callable[[AnalysisResult], list[str]]] = {  # the names Stud
     "deltas": delta_section,
     "arms": arms_section,
     "curves": curves_section,
+    "transfer": transfer_section,
     "resolution": resolution_section,
     "axes": lambda res: axes_section(res.axes),
     "configurations": configurations_table,

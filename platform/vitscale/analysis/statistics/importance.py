@@ -139,6 +139,9 @@ def group_importance(runs: pa.Table, space: dict, rows: list[int], metric: str =
             f"{need} needed for {len(varied)} varied parameters)"
         )
         return out
+    if out["spread"] == 0:  # fANOVA has no variance to share out (it raises): e.g. every run at chance
+        out["reason"] = f"every run scored the same {metric}: nothing to attribute"
+        return out
     imp = fanova(found, space, varied)
     out["importance"] = [{"parameter": k, "importance": v} for k, v in imp.items()]
     return out
