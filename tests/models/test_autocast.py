@@ -95,3 +95,24 @@ def test_ssog_in_bf16_is_close_to_float32_and_keeps_bf16_operands(tiny) -> None:
     assert low.dtype == rows.dtype == cols.dtype == torch.bfloat16
     torch.testing.assert_close(low.float(), exact, atol=3e-2, rtol=3e-2)
     assert not torch.equal(low.float(), exact)  # it did run in bf16
+
+
+def test_attention_auto_backend_is_sdpa_except_under_cpu_bf16_autocast(tiny, monkeypatch) -> None:
+    """`model.attention.backend: auto`: the fused kernel, except under bf16 autocast on the CPU
+    (where torch's fused kernel is the slow one); the same function either way."""
+    model = build(tiny(mixer="attention"))
+    fused = []
+    original = torch.nn.functional.scaled_dot_product_attention
+    monkeypatch.setattr(
+        torch.nn.functional,
+        "scaled_dot_product_attention",
+        lambda *a, **k: fused.append(1) or original(*a, **k),
+    )
+    x = torch.randn(2, 3, 8, 8)
+    plain = model(x)
+    assert len(fused) == model.config.depth
+    fused.clear()
+    with autocast("bfloat16", "cpu"):
+        low = model(x)
+    assert not fused
+    assert torch.allclose(low.float(), plain, atol=0.05)

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from vitscale.models import MIXERS, REGIMES, ModelConfig, build, count_params
+from vitscale.models.init import sincos_grid
 from vitscale.models.vit import resample_pos_embed
 
 STANDARD = {  # timm vit_{tiny,small,base}_patch16_224, 1000 classes
@@ -91,3 +92,21 @@ def test_build_accepts_a_mapping_and_validates_it() -> None:
     assert build({"width": 16, "heads": 2}).config.width == 16
     with pytest.raises(ValueError, match="heads"):
         build({"width": 16, "heads": 3})
+
+
+def test_scaled_init_scales_linears_by_fan_in_and_codes_position_as_sincos() -> None:
+    """`model.init: scaled`: std 1/sqrt(3 fan_in) (timm's 0.02 at width 768), a 2-D sine-cosine
+    position code on the grid and zero on the cls slot; `timm`: 0.02 everywhere."""
+    scaled = build({"width": 64, "depth": 2, "heads": 4, "patch_size": 4, "image_size": 32})
+    timm = build({"width": 64, "depth": 2, "heads": 4, "patch_size": 4, "image_size": 32, "init": "timm"})
+    fc1, fc2 = scaled.blocks.blocks[0].mlp.fc1.weight, scaled.blocks.blocks[0].mlp.fc2.weight
+    assert (
+        abs(fc1.std().item() - (3 * 64) ** -0.5) < 0.01 and abs(fc2.std().item() - (3 * 256) ** -0.5) < 0.005
+    )
+    assert abs(timm.blocks.blocks[0].mlp.fc1.weight.std().item() - 0.02) < 0.002
+    assert torch.equal(scaled.pos_embed[0, 0], torch.zeros(64))
+    grid = scaled.pos_embed[0, 1:]
+    assert torch.equal(grid, sincos_grid((8, 8), 64)) and grid.abs().max() <= 1
+    assert len({tuple(row.tolist()) for row in grid}) == 64  # every token has its own code
+    assert timm.pos_embed.std().item() < 0.03
+    assert (3 * 768) ** -0.5 == pytest.approx(0.0208, abs=1e-4)

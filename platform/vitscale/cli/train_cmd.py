@@ -15,11 +15,16 @@ from vitscale import train as vtrain  # vtrain.trial_from_run imports torch and 
 from vitscale.cli.app import app
 from vitscale.cli.model_cmd import model_options
 from vitscale.cli.overrides import set_option, validate_with_sets
+from vitscale.data.registry import DATASETS, native_size
 from vitscale.errors import UserError
 from vitscale.tracking.layout import DEFAULT_TRACKING_URI
 from vitscale.train import TrialConfig
 
 _RECIPE = "default: the data set's recommended recipe"
+DEFAULT_RESOLUTION = (
+    32  # where the data set stores no fixed size (imagefolder, synthetic, digits' 8 upsampled)
+)
+DATASET_NAMES = sorted(DATASETS)
 _SET_EXAMPLE = "model.ssog.num_gaussians=8"
 TrainSetOption = set_option(
     "the trial (model.*, data.*, train.*)",
@@ -32,11 +37,22 @@ TrainSetOption = set_option(
 def train(
     ctx: typer.Context,
     model_overrides: dict,
-    dataset: Annotated[
-        str, typer.Option(help="digits | synthetic | cifar10 | cifar100 | imagefolder")
-    ] = "digits",
-    root: Annotated[str | None, typer.Option(help="local path of the data (cifar*, imagefolder)")] = None,
-    resolution: Annotated[int, typer.Option("--resolution", "-r", help="image side the model sees")] = 32,
+    dataset: Annotated[str, typer.Option(help=" | ".join(DATASET_NAMES))] = "digits",
+    root: Annotated[
+        str | None, typer.Option(help="local path of the data (cifar*, imagefolder, fashion_mnist, mnist)")
+    ] = None,
+    resolution: Annotated[
+        int | None,
+        typer.Option(
+            "--resolution",
+            "-r",
+            help="image side the model sees [default: the data set's own (28, 32), else 32]",
+        ),
+    ] = None,
+    num_train: Annotated[
+        int | None, typer.Option(help="train on at most this many images (a seeded, stratified subset)")
+    ] = None,
+    num_val: Annotated[int | None, typer.Option(help="validate on at most this many images")] = None,
     epochs: Annotated[int | None, typer.Option(help=f"epochs to train [{_RECIPE}]")] = None,
     batch_size: Annotated[int | None, typer.Option(help=f"training batch size [{_RECIPE}]")] = None,
     lr: Annotated[float | None, typer.Option(help=f"peak AdamW learning rate [{_RECIPE}]")] = None,
@@ -122,8 +138,10 @@ def train(
             "data": {
                 "dataset": dataset,
                 "root": root,
-                "resolution": resolution,
+                "resolution": resolution or native_size(dataset, DEFAULT_RESOLUTION),
                 "val_fraction": val_fraction,
+                "num_train": num_train,
+                "num_val": num_val,
             },
             "train": {
                 "epochs": epochs,

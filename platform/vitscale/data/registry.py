@@ -14,9 +14,12 @@ from vitscale.models.registry import _Registry
 DATASETS = _Registry("vitscale.data.datasets")
 
 
-def declare_dataset(name: str, loader: str, recipe: dict[str, Any] | None = None) -> None:
-    """Register the loader "module:function" under `name`, imported when the set is first loaded."""
-    DATASETS.declare(name, loader, recipe=dict(recipe or {}))
+def declare_dataset(
+    name: str, loader: str, recipe: dict[str, Any] | None = None, native_size: int | None = None
+) -> None:
+    """Register the loader "module:function" under `name`, imported when the set is first loaded;
+    `native_size`: the side its images are stored at, what `vitscale train` trains at by default."""
+    DATASETS.declare(name, loader, recipe=dict(recipe or {}), native_size=native_size)
 
 
 def register_dataset(name: str, recipe: dict[str, Any] | None = None) -> Callable:
@@ -27,6 +30,11 @@ def register_dataset(name: str, recipe: dict[str, Any] | None = None) -> Callabl
         return DATASETS.register(name)(loader)
 
     return decorate
+
+
+def native_size(dataset: str, default: int) -> int:
+    """The side a data set's images are stored at, where it declares one, else `default`."""
+    return DATASETS.fact(dataset, "native_size") or default
 
 
 def recommended_recipe(dataset: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ the active mixer's and regime's are read when building.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
@@ -78,6 +78,11 @@ class ModelConfig(BaseModel):
         None,
         description="learned absolute position embedding; default: the mixer's choice "
         "(attention: yes, as in ViT; ssog: no, its kernels already see relative position)",
+    )
+    init: Literal["scaled", "timm"] = Field(
+        "scaled",
+        description="how weights start: scaled = linears with std 1/sqrt(3 fan_in) (timm's 0.02 at width "
+        "768) and a 2-D sine-cosine position embedding; timm = timm's ViT (0.02 everywhere)",
     )
     layer_scale: float | None = Field(
         None,

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from vitscale.models.config import ModelConfig
+from vitscale.models.init import INITS
 from vitscale.models.kernel_cache import kernel_cache_scope
 from vitscale.models.registry import MIXERS, REGIMES
 
@@ -109,19 +110,12 @@ class VisionTransformer(nn.Module):
         self._init_weights()
 
     def _init_weights(self) -> None:
-        """timm's ViT init: truncated-normal(0.02) linears and position embedding, tiny cls.
-        A model on the meta device has shapes only (what `measure` counts on): nothing to draw, and
-        the meta erfinv of trunc_normal_ would import torch's reference ops, 1.3 s of CPU."""
+        """`model.init` (vitscale.models.init). A model on the meta device has shapes only (what
+        `measure` counts on): nothing to draw, and the meta erfinv of trunc_normal_ would import
+        torch's reference ops, 1.3 s of CPU."""
         if self.cls_token.is_meta:
             return
-        if self.pos_embed is not None:
-            nn.init.trunc_normal_(self.pos_embed, std=0.02)
-        nn.init.normal_(self.cls_token, std=1e-6)
-        for module in self.modules():
-            if isinstance(module, nn.Linear):
-                nn.init.trunc_normal_(module.weight, std=0.02)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
+        INITS[self.config.init](self)
 
     @property
     def last_nfe(self) -> int | None:

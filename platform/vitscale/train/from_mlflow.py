@@ -134,6 +134,10 @@ def section_params(params: dict[str, str], section: str) -> dict[str, Any]:
     return nested({k.removeprefix(prefix): parse_param(v) for k, v in params.items() if k.startswith(prefix)})
 
 
+# Keys added to the trial after runs were logged, with the value those runs ran with.
+AS_BEFORE = {"model.init": "timm"}
+
+
 def trial_from_run(run_id: str, tracking_uri: str) -> dict[str, Any]:
     """The trial a run logged (`model.*`, `data.*`, `train.*`), as the mapping a TrialConfig
     validates: `vitscale train --from-run` reruns it. A study trial logs every value it ran with
@@ -159,6 +163,9 @@ def trial_from_run(run_id: str, tracking_uri: str) -> dict[str, Any]:
             f"{key}: run {run_id} logged no trial (model.* and train.* params): pick a trial's run, "
             "not a study's parent run or a benchmark"
         )
+    for path, value in AS_BEFORE.items():  # keys added since the run: the value it ran with
+        section, name = path.split(".", 1)
+        trial[section].setdefault(name, value)
     return trial
 
 

@@ -147,8 +147,8 @@ def _place(points, arms, table: pa.Table, throughput: dict[tuple, float]) -> Non
     for (label, r), point in points.items():
         rows = by_label[label].rows
         mixer, regime, backend = (_first(table, c, rows) for c in ("mixer", "regime", "backend"))
-        if mixer == "attention" and backend is None:
-            backend = "sdpa"  # the model's default, which benchmark rows always name
+        if mixer == "attention" and backend in (None, "auto"):
+            backend = "sdpa"  # what auto runs at benchmark precision (float32, or CUDA), which rows name
         shape = [_first(table, c, rows) for c in MODEL_SHAPE]
         point.throughput = throughput.get(throughput_key(mixer, regime, backend, r, *shape))
     placed = [p for p in points.values() if p.throughput is not None and math.isfinite(p.test[0])]

@@ -2,21 +2,22 @@
 
 A new data set is one file here with a function `(DataConfig) -> Source`, plus one declaration
 below: its name, where the loader lives (imported when a trial first loads the set, so validating
-a study never imports torch) and its recommended `recipe` of `train.*` values, if any.
+a study never imports torch), its recommended `recipe` of `train.*` values, if any, and the
+`native_size` its images are stored at (what `vitscale train` trains at unless told), if fixed.
 """
 
 from vitscale.data.registry import declare_dataset
 
 _HERE = __name__  # "vitscale.data.datasets": where each loader is imported from when first used
 
-declare_dataset("cifar10", f"{_HERE}.cifar:load_cifar10")
-declare_dataset("cifar100", f"{_HERE}.cifar:load_cifar100")
+declare_dataset("cifar10", f"{_HERE}.cifar:load_cifar10", native_size=32)
+declare_dataset("cifar100", f"{_HERE}.cifar:load_cifar100", native_size=32)
 declare_dataset(
     "digits",
     f"{_HERE}.digits:load_digits",
     recipe={"epochs": 15, "batch_size": 32, "lr": 5e-3, "warmup_epochs": 1.0, "label_smoothing": 0.0},
 )
 declare_dataset("imagefolder", f"{_HERE}.imagefolder:load_imagefolder")
-declare_dataset("fashion_mnist", f"{_HERE}.mnist:load_fashion_mnist")
-declare_dataset("mnist", f"{_HERE}.mnist:load_mnist")
+declare_dataset("fashion_mnist", f"{_HERE}.mnist:load_fashion_mnist", native_size=28)
+declare_dataset("mnist", f"{_HERE}.mnist:load_mnist", native_size=28)
 declare_dataset("synthetic", f"{_HERE}.synthetic:load_synthetic")
