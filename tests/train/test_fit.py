@@ -161,7 +161,9 @@ def test_test_split_is_evaluated_once_at_the_end(tiny_trial):
 
 
 def test_a_model_stuck_at_chance_is_flagged(tiny_trial):
-    stuck = fit(tiny_trial(train={"epochs": 1, "lr": 1e-12, "warmup_epochs": 0}))
+    # timm's init (std 0.02) scores every class alike, so an untrained model sits at chance; the
+    # scaled init's random features score 12.5 % on these 128 images by luck, which is no flag
+    stuck = fit(tiny_trial(model={"init": "timm"}, train={"epochs": 1, "lr": 1e-12, "warmup_epochs": 0}))
     assert stuck.metrics["did_not_train"] == 1.0
     trained = fit(
         tiny_trial(model={"width": 32}, data={"num_train": None}, train={"epochs": 4, "batch_size": 32})

@@ -9,11 +9,13 @@ import pytest
 import torch
 from pydantic import ValidationError
 
+from vitscale.precision import cpu_has_native_bf16
 from vitscale.study import SpecError, load_study, run_params, run_trial
 from vitscale.train import TrialConfig, fit
 from vitscale.train.checkpoint import CHECKPOINT_FILE, load_checkpoint
 from vitscale.train.config import TrainConfig
 
+CPU_AUTO = "bfloat16" if cpu_has_native_bf16() else "float32"  # what `auto` is on this machine's CPU
 ADAPTIVE_ODE = {"regime": "ode", "ode": {"solver": "dopri5", "rtol": 1e-2, "atol": 1e-2}}
 
 
@@ -35,13 +37,26 @@ def test_bf16_trains_on_cpu_and_keeps_float32_weights(tiny_trial, tmp_path, mode
     assert state.trial_config["train"]["precision"] == "bfloat16"
 
 
-def test_auto_is_float32_on_cpu_and_bfloat16_on_cuda():
+def test_auto_is_bfloat16_on_cuda_and_on_cpus_with_native_bf16():
     trial = TrialConfig()
     assert trial.train.precision == "auto"
-    assert trial.with_precision("cpu").train.precision == "float32"
+    assert trial.with_precision("cpu").train.precision == CPU_AUTO
     assert trial.with_precision("cuda").train.precision == "bfloat16"
     chosen = TrialConfig.model_validate({"train": {"precision": "bfloat16"}})
     assert chosen.with_precision("cpu").train.precision == "bfloat16"
+
+
+def test_native_bf16_is_read_from_the_cpu_flags(tmp_path):
+    flags = {
+        "zen4": "fpu avx2 avx512f avx512_bf16 avx512_vnni",
+        "spr": "avx512f amx_bf16 amx_tile",
+        "old": "avx2 fma",
+    }
+    for name, line in flags.items():
+        (tmp_path / name).write_text(f"processor\t: 0\nflags\t\t: {line}\n")
+    assert cpu_has_native_bf16(str(tmp_path / "zen4")) and cpu_has_native_bf16(str(tmp_path / "spr"))
+    assert not cpu_has_native_bf16(str(tmp_path / "old"))
+    assert not cpu_has_native_bf16(str(tmp_path / "absent"))  # not Linux: unknown, so float32
 
 
 def test_old_amp_reads_as_the_precision_it_meant():
@@ -67,9 +82,9 @@ objectives: [{metric: val_top1, mode: max}]
 @pytest.mark.parametrize(
     ("extra", "gpu", "expected"),
     [
-        ("", 0, "float32"),
+        ("", 0, CPU_AUTO),
         ("", 1, "bfloat16"),
-        ("  train: {device: cpu}\n", 1, "float32"),
+        ("  train: {device: cpu}\n", 1, CPU_AUTO),
         ("  train: {precision: bfloat16}\n", 0, "bfloat16"),
         ("  train: {amp: false}\n", 1, "float32"),
     ],

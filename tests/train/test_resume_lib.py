@@ -18,7 +18,7 @@ def test_a_tracked_run_resumes_in_the_same_mlflow_run_logging_each_epoch_once(ti
     first = train_trial(config, checkpoint_dir=ckpt, tracking_uri=uri, experiment="e", show_progress=False)
     run_id = (ckpt / RUN_ID_FILE).read_text().strip()
     assert first["mlflow_run_id"] == run_id and first["epoch"] == 2
-    # the config as it ran: train.precision `auto` resolved for this device (float32 on CPU)
+    # the config as it ran: train.precision `auto` resolved for this device (its CPU's)
     assert json.loads((ckpt / CONFIG_FILE).read_text()) == config.with_precision("cpu").model_dump(
         mode="json"
     )

@@ -12,6 +12,7 @@ import torch
 from mlflow import MlflowClient
 
 from vitscale.cli import main
+from vitscale.precision import cpu_has_native_bf16
 
 TINY = [
     "--mixer",
@@ -62,8 +63,9 @@ def test_train_prints_json_and_logs_one_run_with_the_checkpoint(capsys, tmp_path
     run_ = client.get_run(metrics["mlflow_run_id"])
     assert run_.info.status == "FINISHED"
     assert run_.data.params["model.mixer"] == "ssog" and run_.data.params["data.resolution"] == "16"
-    # train.precision: auto, recorded as run: float32 on a CPU, bfloat16 on CUDA
-    assert run_.data.params["train.precision"] == ("bfloat16" if torch.cuda.is_available() else "float32")
+    # train.precision: auto, recorded as run: bfloat16 on CUDA and on CPUs with native bf16, else float32
+    cpu = "bfloat16" if cpu_has_native_bf16() else "float32"
+    assert run_.data.params["train.precision"] == ("bfloat16" if torch.cuda.is_available() else cpu)
     assert [m.step for m in client.get_metric_history(run_.info.run_id, "val_top1")] == [1, 2]
     # logged as a study trial is: constants as params, epoch as the step, did_not_train as a tag
     assert not {"epoch", "params", "flops_per_image", "did_not_train"} & set(run_.data.metrics)

@@ -66,7 +66,7 @@ def train(
         str,
         typer.Option(
             help="auto | float32 | bfloat16: bfloat16 autocasts the forward (training and evaluation) on "
-            "CPU or CUDA; auto = bfloat16 on CUDA, float32 on CPU"
+            "CPU or CUDA; auto = bfloat16 on CUDA and on CPUs with native bf16 (AVX512-BF16, AMX), else float32"
         ),
     ] = "auto",
     compile_model: Annotated[bool, typer.Option("--compile", help="torch.compile the model")] = False,

@@ -150,8 +150,8 @@ class TrainConfig(BaseModel):
     precision: Literal["auto", "float32", "bfloat16"] = Field(
         "auto",
         description="forward precision of training and evaluation: bfloat16 = autocast (parameters, "
-        "gradients, optimizer state and loss stay float32) on CPU or CUDA; auto = bfloat16 on CUDA, "
-        "float32 on CPU; recorded as run (auto resolved)",
+        "gradients, optimizer state and loss stay float32) on CPU or CUDA; auto = bfloat16 on CUDA and "
+        "on CPUs with native bf16 (AVX512-BF16, AMX), else float32; recorded as run (auto resolved)",
     )
     compile: bool = Field(False, description="torch.compile the model")
     test_curve: bool = Field(
