@@ -88,7 +88,7 @@ def test_model_options_are_reusable_by_other_commands() -> None:
 
 @pytest.mark.parametrize(
     ("mixer", "own"),
-    [("attention", {"attention": {"backend": "sdpa", "qk_norm": False}}), ("ssog", None)],
+    [("attention", {"attention": {"backend": "auto", "qk_norm": False}}), ("ssog", None)],
 )
 def test_looped_json_shows_each_arms_resolved_stabilisers_and_kernel_lr_scale(capsys, mixer, own) -> None:
     """No regime default switches on a stabiliser for one mixer: both looped arms get the same
