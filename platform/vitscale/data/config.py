@@ -59,7 +59,7 @@ class DataConfig(BaseModel):
         None,
         ge=0,
         description="random crop with this zero padding (in source pixels); 0 = off; "
-        "default: the data set's own (cifar 4, fashion_mnist and mnist 2, digits 0, imagefolder size/8, "
+        "default: the data set's own (cifar 4, mnist 2, fashion_mnist 0, digits 0, imagefolder size/8, "
         "synthetic size/16)",
     )
     hflip: bool | None = Field(None, description="random horizontal flip; default: the data set's own choice")

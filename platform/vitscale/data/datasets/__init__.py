@@ -18,6 +18,13 @@ declare_dataset(
     recipe={"epochs": 15, "batch_size": 32, "lr": 5e-3, "warmup_epochs": 1.0, "label_smoothing": 0.0},
 )
 declare_dataset("imagefolder", f"{_HERE}.imagefolder:load_imagefolder")
-declare_dataset("fashion_mnist", f"{_HERE}.mnist:load_fashion_mnist", native_size=28)
+# Fashion-MNIST's recipe, measured (issue 35): 1 epoch on 6,000 images gave 61 % (attention) and
+# 64 % (SSoG) test with it, 29 % with the generic one (batch 128, warmup 1 epoch, timm's init).
+declare_dataset(
+    "fashion_mnist",
+    f"{_HERE}.mnist:load_fashion_mnist",
+    recipe={"epochs": 10, "batch_size": 64, "lr": 2e-3, "warmup_epochs": 0.1, "label_smoothing": 0.0},
+    native_size=28,
+)
 declare_dataset("mnist", f"{_HERE}.mnist:load_mnist", native_size=28)
 declare_dataset("synthetic", f"{_HERE}.synthetic:load_synthetic")
