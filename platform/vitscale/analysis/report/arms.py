@@ -20,6 +20,7 @@ from vitscale.analysis.statistics.contest import ALPHA, ImageBootstrap, Judgemen
 from vitscale.analysis.statistics.convergence import UNDETERMINED, convergence_note
 from vitscale.analysis.statistics.paired import MIN_VERDICT_SEEDS
 from vitscale.analysis.statistics.verdicts import Comparison
+from vitscale.range_edge import number
 from vitscale.tracking.layout import arm_display
 
 POLICY_TEXT = {
@@ -235,7 +236,7 @@ def arms_section(res: AnalysisResult) -> list[str]:
             t = arm.tuning or {"budget": {}, "tuned": {}, "edges": {}}
             row += [
                 outcomes(t["budget"]) if t["budget"].get("n_runs") else "0",
-                ", ".join(f"{k}={v}" for k, v in t["tuned"].items()) or "— (search space unknown)",
+                ", ".join(f"{k}={number(v)}" for k, v in t["tuned"].items()) or "— (search space unknown)",
                 ", ".join(f"⚠ {e.describe(k, t['tuned'][k])}" for k, e in t["edges"].items()) or "none",
             ]
         rows.append(row)
