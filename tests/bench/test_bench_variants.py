@@ -52,24 +52,6 @@ def test_a_bad_value_is_one_line_naming_its_key(tiny_config, values, line):
     assert error_lines(info.value) == [line]
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--dtype", "float32,float16"], "error: dtype: 'float16' is not float32 | bfloat16"),
-        (["--batch-size", "128,5x"], "error: --batch-size: '128,5x' is not a comma list of ints"),
-        (["--batch-size", "0"], "error: batch_size: 0 is not a whole number >= 1"),
-        (["--compiles", "false,maybe"], "error: --compiles: 'false,maybe' is not a comma list of false,true"),
-        (["--compile", "--compiles", "false,true"], "error: --compiles: give --compile/--no-compile or"),
-    ],
-)
-def test_bad_variant_flags_are_one_line_exit_2(args, message, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["bench", *args])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert exit_info.value.code == 2
-    assert len(err) == 1 and err[0].startswith(message), err
-
-
 def test_configurations_keep_a_cell_together_and_a_series_variants_side_by_side(tiny_config):
     config = tiny_config(
         regimes=["discrete", "looped"],
