@@ -102,7 +102,11 @@ def bench_command(
     attention_backend: str | None = typer.Option(
         None, "--attention-backend", "--attention-backends", help="comma list of sdpa,math"
     ),
-    compile: bool | None = typer.Option(None, "--compile/--no-compile", help="torch.compile each model"),
+    compile: bool | None = typer.Option(
+        None,
+        "--compile/--no-compile",
+        help="torch.compile each model (both side by side: --compiles false,true)",
+    ),
     compiles: str | None = typer.Option(
         None,
         "--compiles",
