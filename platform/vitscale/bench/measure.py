@@ -84,6 +84,15 @@ TIMING_KEYS = (
 )
 
 
+def _compile_alone() -> None:
+    """Forget the graphs of configurations compiled before in this process (CUDA measures them one
+    after another in one): the next is compiled as in a process of its own, and theirs count
+    toward no recompile limit."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+
+
 def idle_peak_mb() -> float:
     """This worker's peak RSS with everything a measurement loads but the model: counting FLOPs
     imports sympy and ~800 modules at its first use (~85 MB, the same for every configuration, and
@@ -155,6 +164,8 @@ def measure_configuration(
                 del model
                 model, images, labels = _build(record, config, point, dev, build_model, count_flops=False)
         if timed:
+            if config.variant(point).compile:
+                _compile_alone()
             with compile_limits(config, [point]):
                 step = _step(config, point, model, images, labels, dev)
                 sync, cpu_times = synchronizer(dev), []
