@@ -48,6 +48,11 @@ SMALL = [
         (["--attention-backend", "flash"], "error: attention_backends[0]: Input should be 'sdpa' or 'math'"),
         (["--ode-solver", "leapfrog"], "error: ode.solver: Input should be"),
         (["--study", str(QUICKSTART)], f"error: --study: {QUICKSTART} is a train study"),
+        (["--dtype", "float32,float16"], "error: dtype: 'float16' is not float32 | bfloat16"),
+        (["--batch-size", "128,5x"], "error: --batch-size: '128,5x' is not a comma list of ints"),
+        (["--batch-size", "0"], "error: batch_size: 0 is not a whole number >= 1"),
+        (["--compiles", "false,maybe"], "error: --compiles: 'false,maybe' is not a comma list of false,true"),
+        (["--compile", "--compiles", "false,true"], "error: --compiles: give --compile/--no-compile or"),
     ],
 )
 def test_bad_values_are_one_line_exit_2(args, message, capsys):

@@ -91,7 +91,7 @@ def test_memory_is_eager_so_only_the_timed_run_compiles(tiny_config, counting_mo
         models.append(counting_model(cfg.num_classes))
         return models[-1]
 
-    monkeypatch.setattr(torch, "compile", lambda model, mode=None: compiled.append(model) or model)
+    monkeypatch.setattr(torch, "compile", lambda model, **options: compiled.append(model) or model)
     config = tiny_config(compile=True, warmup=1, repeats=2)
     point = config.configurations()[0]
     untimed = measure.measure_configuration(config, point, process_rss=True, timed=False, build_model=build)

@@ -4,7 +4,8 @@ benchmark study's `benchmark:` block, so the command and the study share one def
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -23,6 +24,41 @@ BENCH_MODEL = {
     "image_size": 224,
     "ode": {"solver": "rk4", "step_size": 1.0},
 }
+
+
+DTYPES = ("float32", "bfloat16")
+VARIANT_KEYS = ("dtype", "batch_size", "compile")  # per configuration; the order configurations nest them
+
+
+class Variant(NamedTuple):
+    """How one configuration runs: its autocast dtype, batch size and torch.compile flag."""
+
+    dtype: str
+    batch_size: int
+    compile: bool
+
+    def label(self) -> str:
+        """`float32 b128 eager` / `bfloat16 b512 compiled`: the variant as the report names it."""
+        return f"{self.dtype} b{self.batch_size} {'compiled' if self.compile else 'eager'}"
+
+
+def _one_or_list(key: str, value: Any, check) -> Any:
+    """A value or a list of values, each passing `check` (its message or None), none repeated;
+    returned as given (a scalar stays one: a study written before lists existed keeps its hash)."""
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        raise ValueError(f"{key}: give at least one value")
+    for item in items:
+        problem = check(item)
+        if problem:
+            raise ValueError(f"{key}: {item!r} {problem}")
+    if len(set(items)) < len(items):
+        raise ValueError(f"{key}: a value is repeated")
+    return value
+
+
+def _as_list(value: Any) -> list:
+    return list(value) if isinstance(value, list) else [value]
 
 
 def _merge(base: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
@@ -53,11 +89,19 @@ class BenchmarkConfig(BaseModel):
     )
     regimes: list[str] = Field(["discrete", "looped", "ode"], min_length=1)
     resolutions: list[int] = Field([224, 384, 512, 768, 1024], min_length=1, description="image sides")
-    batch_size: int = Field(8, ge=1, description="matched across mixers")
+    batch_size: int | list[int] = Field(
+        8,
+        description="images per timed iteration, matched across mixers; a list times every batch size "
+        "side by side (round-robin in each regime x resolution), ratios per image",
+    )
     mode: Literal["inference", "train"] = Field(
         "inference", description="inference: eval + inference_mode; train: forward + backward + step"
     )
-    dtype: Literal["float32", "bfloat16"] = "float32"
+    dtype: Literal["float32", "bfloat16"] | list[Literal["float32", "bfloat16"]] = Field(
+        "float32",
+        description="float32 | bfloat16 (autocast); a list times each dtype side by side, the first "
+        "being the baseline of the variant ratios",
+    )
     device: Literal["cpu", "cuda", "auto"] = "auto"
     attention_backends: list[Literal["sdpa", "math"]] = Field(
         ["sdpa", "math"], min_length=1, description="attention is measured once per backend"
@@ -68,7 +112,11 @@ class BenchmarkConfig(BaseModel):
         "(forward + backward + AdamW) beside inference's, whatever `mode` times; off where a "
         "training step would not fit in memory (on CPU the OOM killer would end the configuration)",
     )
-    compile: bool = Field(False, description="torch.compile each model before timing")
+    compile: bool | list[bool] = Field(
+        False,
+        description="torch.compile each model before timing; [false, true] times eager and compiled "
+        "side by side (eager is the baseline of the variant ratios)",
+    )
     compile_mode: Literal["default", "reduce-overhead", "max-autotune"] = Field(
         "default", description="torch.compile mode; reduce-overhead replays CUDA graphs (no launch overhead)"
     )
@@ -104,6 +152,77 @@ class BenchmarkConfig(BaseModel):
                     raise ValueError(f"{key}: moved to benchmark.model.{moved.get(key, key)}")
         return data
 
+    @field_validator("dtype", mode="before")
+    @classmethod
+    def _dtypes(cls, value: Any) -> Any:
+        return _one_or_list("dtype", value, lambda d: None if d in DTYPES else f"is not {' | '.join(DTYPES)}")
+
+    @field_validator("batch_size", mode="before")
+    @classmethod
+    def _batch_sizes(cls, value: Any) -> Any:
+        def check(b: Any) -> str | None:
+            whole = isinstance(b, int) and not isinstance(b, bool)
+            return None if whole and b >= 1 else "is not a whole number >= 1"
+
+        return _one_or_list("batch_size", value, check)
+
+    @field_validator("compile", mode="before")
+    @classmethod
+    def _compiles(cls, value: Any) -> Any:
+        return _one_or_list(
+            "compile", value, lambda c: None if isinstance(c, bool) else "is not true | false"
+        )
+
+    @property
+    def dtypes(self) -> list[str]:
+        return _as_list(self.dtype)
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        return _as_list(self.batch_size)
+
+    @property
+    def compiles(self) -> list[bool]:
+        return _as_list(self.compile)
+
+    def variants(self) -> list[Variant]:
+        """Every dtype x batch size x compile flag, in that nesting (compile innermost: a compiled
+        configuration sits beside its eager twin)."""
+        return [
+            Variant(dtype, batch, compiled)
+            for dtype in self.dtypes
+            for batch in self.batch_sizes
+            for compiled in self.compiles
+        ]
+
+    def baseline_variant(self) -> Variant:
+        """What the variant ratios divide by: the first dtype, the first batch size, eager if listed."""
+        return Variant(
+            self.dtypes[0], self.batch_sizes[0], False if False in self.compiles else self.compiles[0]
+        )
+
+    def varying(self) -> tuple[str, ...]:
+        """The VARIANT_KEYS given more than one value."""
+        lists = {"dtype": self.dtypes, "batch_size": self.batch_sizes, "compile": self.compiles}
+        return tuple(key for key in VARIANT_KEYS if len(lists[key]) > 1)
+
+    def variant(self, point: Mapping[str, Any]) -> Variant:
+        """The point's dtype, batch size and compile flag. The config decides which exist: a value
+        it does not list (a point planned before variants existed, or one taken from another
+        config, as `config.model_copy(update={"batch_size": 32})` with an old point) runs its first."""
+
+        def pick(key: str, listed: list) -> Any:
+            value = point.get(key)
+            return (
+                value
+                if value is not None and any(value == v and type(value) is type(v) for v in listed)
+                else listed[0]
+            )
+
+        return Variant(
+            pick("dtype", self.dtypes), pick("batch_size", self.batch_sizes), pick("compile", self.compiles)
+        )
+
     @field_validator("model", mode="before")
     @classmethod
     def _bench_defaults(cls, value: Any) -> Any:
@@ -136,10 +255,13 @@ class BenchmarkConfig(BaseModel):
         return ModelConfig.model_validate(data)
 
     def configurations(self) -> list[dict[str, Any]]:
-        """One dict per measured configuration: mixer, regime, resolution, attention_backend.
+        """One dict per measured configuration: mixer, regime, resolution, attention_backend, dtype,
+        batch_size, compile.
 
-        Attention is measured once per backend; other mixers once (attention_backend None).
-        Order: regime, resolution, mixer, backend — side-by-side pairs stay adjacent.
+        Attention is measured once per backend; other mixers once (attention_backend None); each
+        of them once per variant (`variants`). Order: regime, resolution, mixer, backend, dtype,
+        batch size, compile — a cell (regime x resolution) is contiguous, and in it a series'
+        variants sit side by side, a compiled one beside its eager twin.
         """
         out = []
         for regime in self.regimes:
@@ -147,12 +269,14 @@ class BenchmarkConfig(BaseModel):
                 for mixer in self.mixers:
                     backends = self.attention_backends if mixer == "attention" else [None]
                     for backend in backends:
-                        out.append(
-                            {
-                                "mixer": mixer,
-                                "regime": regime,
-                                "resolution": resolution,
-                                "attention_backend": backend,
-                            }
-                        )
+                        for variant in self.variants():
+                            out.append(
+                                {
+                                    "mixer": mixer,
+                                    "regime": regime,
+                                    "resolution": resolution,
+                                    "attention_backend": backend,
+                                    **variant._asdict(),
+                                }
+                            )
         return out

@@ -2,13 +2,17 @@
 
 Every mixer gets the same seed (so the same initialisation draws and, above all, the same
 input images and labels, generated on the CPU from `seed` whatever the device) and the same
-batch size. The forward used to count FLOPs runs before the clock and the peak-memory reset,
+batch size. A configuration's dtype, batch size and compile flag are its own (its variant,
+`BenchmarkConfig.variant`), so variants of one model are timed side by side like mixers. A
+compiled configuration's first call (compilation, plus one iteration) is timed apart from its
+warmup: `compile_seconds`. The forward used to count FLOPs runs before the clock and the peak-memory reset,
 so it is neither timed nor counted as warmup. Any exception ends this configuration only:
 out-of-memory becomes status `out_of_memory`, anything else `error` with its first line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 from collections.abc import Callable, Mapping
@@ -48,9 +52,24 @@ def model_config(config, point: Mapping[str, Any]) -> ModelConfig:
     return config.model_for(point)
 
 
-def effective_warmup(config) -> int:
-    """torch.compile compiles on the first call: at least one untimed iteration then."""
-    return max(config.warmup, 1) if config.compile else config.warmup
+def effective_warmup(config, point: Mapping[str, Any] | None = None) -> int:
+    """torch.compile compiles on the first call: at least one untimed iteration then (for the
+    point's variant; without a point, for any compiled variant of the config)."""
+    compiled = config.variant(point).compile if point is not None else any(config.compiles)
+    return max(config.warmup, 1) if compiled else config.warmup
+
+
+def compile_limits(config, points: list[Mapping[str, Any]]) -> contextlib.AbstractContextManager:
+    """Dynamo's recompile limit raised to cover every compiled configuration of one process (their
+    models share code objects: ViT.forward, Block.forward), and a hit made an error: past the limit
+    dynamo would otherwise run the frame eagerly, and a "compiled" timing would be eager's."""
+    compiled = sum(config.variant(p).compile for p in points)
+    if not compiled:
+        return contextlib.nullcontext()
+    import torch._dynamo
+
+    limit = max(torch._dynamo.config.recompile_limit, 8 * compiled)
+    return torch._dynamo.config.patch(recompile_limit=limit, fail_on_recompile_limit_hit=True)
 
 
 TIMING_KEYS = (
@@ -61,7 +80,17 @@ TIMING_KEYS = (
     "cpu_ms",
     "cpu_spread",
     "cpu_wall_ratio",
+    "compile_seconds",
 )
+
+
+def _compile_alone() -> None:
+    """Forget the graphs of configurations compiled before in this process (CUDA measures them one
+    after another in one): the next is compiled as in a process of its own, and theirs count
+    toward no recompile limit."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
 
 
 def idle_peak_mb() -> float:
@@ -82,7 +111,7 @@ def _start(config, point: Mapping[str, Any], dev: torch.device) -> dict[str, Any
         torch.set_num_threads(config.threads)
     record["threads"] = torch.get_num_threads()
     record["omp_wait_policy"] = os.environ.get(openmp.WAIT_POLICY)  # as the worker started (vitscale.openmp)
-    record["warmup"] = effective_warmup(config)
+    record["warmup"] = effective_warmup(config, point)
     return record
 
 
@@ -135,14 +164,15 @@ def measure_configuration(
                 del model
                 model, images, labels = _build(record, config, point, dev, build_model, count_flops=False)
         if timed:
-            step = _step(config, model, images, labels, dev)
-            cpu_times: list[float] = []
-            wall = time_iterations(
-                step, effective_warmup(config), config.repeats, synchronizer(dev), cpu_times
-            )
-            sample = (wall, cpu_times)
+            if config.variant(point).compile:
+                _compile_alone()
+            with compile_limits(config, [point]):
+                step = _step(config, point, model, images, labels, dev)
+                sync, cpu_times = synchronizer(dev), []
+                _warm_up(record, config, point, step, sync)
+                sample = (time_iterations(step, 0, config.repeats, sync, cpu_times), cpu_times)
             del step
-        _finish(record, config, model, *sample, dev)
+        _finish(record, config, point, model, *sample, dev)
         record["timing"] = "sequential" if timed else "single"
         del model
     except Exception as exc:  # one configuration fails, the sweep goes on
@@ -173,9 +203,10 @@ def measure_memory(
     worker killed in that step hands back: its inference memory, and why it has no timing).
     Returns the sweep's mode's iteration (wall, CPU s)."""
     sample: tuple[list[float], list[float]] = ([], [])
-    steps = {"inference": lambda: inference_step(model, images, dev, config.dtype)}
+    dtype = record["dtype"]
+    steps = {"inference": lambda: inference_step(model, images, dev, dtype)}
     if config.train_memory or config.mode == "train":
-        steps["train"] = lambda: train_step(model, images, labels, dev, config.dtype)
+        steps["train"] = lambda: train_step(model, images, labels, dev, dtype)
     for mode, make_step in steps.items():
         if dev.type == "cuda":
             allocated, readable = cuda_reset(dev), True
@@ -188,7 +219,7 @@ def measure_memory(
         if mode == "train" and config.mode == "inference" and on_partial is not None:
             partial = {**record, "error": "train-mode memory: the worker died in its training step"}
             if not timed:
-                _finish(partial, config, model, *sample, dev)
+                _finish(partial, config, record, model, *sample, dev)
                 partial["timing"] = "single"
             on_partial(partial)
         cpu: list[float] = []
@@ -227,30 +258,31 @@ def measure_interleaved(
     """
     dev = torch.device(device or resolve_device(config.device))
     records, live = [], []
-    for point in points:
-        record = _start(config, point, dev)
-        records.append(record)
-        try:
-            model, images, labels = _build(record, config, point, dev, build_model or build, count_flops)
-            live.append([record, model, _step(config, model, images, labels, dev), [], []])
-        except Exception as exc:
-            _fail(record, exc)
-    sync = synchronizer(dev)
+    with compile_limits(config, points):
+        for point in points:
+            record = _start(config, point, dev)
+            records.append(record)
+            try:
+                model, images, labels = _build(record, config, point, dev, build_model or build, count_flops)
+                live.append([record, model, _step(config, point, model, images, labels, dev), [], [], point])
+            except Exception as exc:
+                _fail(record, exc)
+        sync = synchronizer(dev)
 
-    def attempt(entry, fn) -> None:
-        try:
-            fn(entry)
-        except Exception as exc:
-            _fail(entry[0], exc)
-            live.remove(entry)
+        def attempt(entry, fn) -> None:
+            try:
+                fn(entry)
+            except Exception as exc:
+                _fail(entry[0], exc)
+                live.remove(entry)
 
-    for entry in list(live):
-        attempt(entry, lambda e: time_iterations(e[2], effective_warmup(config), 0, sync))
-    for rep in range(config.repeats):
-        for entry in live[rep % len(live) :] + live[: rep % len(live)] if live else []:
-            attempt(entry, lambda e: e[3].extend(time_iterations(e[2], 0, 1, sync, e[4])))
-    for record, model, _, times, cpu_times in live:
-        _finish(record, config, model, times, cpu_times, dev)
+        for entry in list(live):
+            attempt(entry, lambda e: _warm_up(e[0], config, e[5], e[2], sync))
+        for rep in range(config.repeats):
+            for entry in live[rep % len(live) :] + live[: rep % len(live)] if live else []:
+                attempt(entry, lambda e: e[3].extend(time_iterations(e[2], 0, 1, sync, e[4])))
+    for record, model, _, times, cpu_times, point in live:
+        _finish(record, config, point, model, times, cpu_times, dev)
         record["timing"] = "interleaved"
     live.clear()
     release(dev)
@@ -259,32 +291,45 @@ def measure_interleaved(
 
 def _build(record, config, point, dev, build_model, count_flops: bool = True):
     """(model, images, labels): the seeded model on `dev` and its seeded inputs, FLOPs counted."""
+    variant = config.variant(point)
     torch.manual_seed(config.seed)
     model = build_model(model_config(config, point)).to(dev)
     record["params"] = count_params(model)
     gen = torch.Generator().manual_seed(config.seed)
-    side = int(point["resolution"])
-    images = torch.randn(config.batch_size, config.model.in_chans, side, side, generator=gen).to(dev)
-    labels = torch.randint(0, config.model.num_classes, (config.batch_size,), generator=gen).to(dev)
+    side, batch = int(point["resolution"]), variant.batch_size
+    images = torch.randn(batch, config.model.in_chans, side, side, generator=gen).to(dev)
+    labels = torch.randint(0, config.model.num_classes, (batch,), generator=gen).to(dev)
     if count_flops:
         model.eval()
-        with torch.inference_mode(), precision(dev, config.dtype), flop_counter() as counter:
+        with torch.inference_mode(), precision(dev, variant.dtype), flop_counter() as counter:
             model(images)
-        record["flops_per_image"] = counter.get_total_flops() / config.batch_size
+        record["flops_per_image"] = counter.get_total_flops() / batch
     return model, images, labels
 
 
-def _step(config, model: nn.Module, images: Tensor, labels: Tensor, dev) -> Callable[[], Tensor]:
-    """One timed iteration of the sweep's mode, through torch.compile if asked."""
+def _step(config, point, model: nn.Module, images: Tensor, labels: Tensor, dev) -> Callable[[], Tensor]:
+    """One timed iteration of the sweep's mode in the point's dtype, through torch.compile if its
+    variant asks (static shapes: each batch size its own graph, as a fixed-batch run would get)."""
+    variant = config.variant(point)
     mode = None if config.compile_mode == "default" else config.compile_mode
-    runner = torch.compile(model, mode=mode) if config.compile else model
+    runner = torch.compile(model, mode=mode, dynamic=False) if variant.compile else model
     if config.mode == "train":
-        return train_step(runner, images, labels, dev, config.dtype)
-    return inference_step(runner, images, dev, config.dtype)
+        return train_step(runner, images, labels, dev, variant.dtype)
+    return inference_step(runner, images, dev, variant.dtype)
 
 
-def _finish(record, config, model, times: list[float], cpu_times: list[float], dev) -> None:
-    record.update(summarise(times, config.batch_size), status="ok")
+def _warm_up(record, config, point, step: Callable[[], object], sync: Callable[[], None]) -> None:
+    """The point's untimed iterations; a compiled one's first call, which compiles, timed apart
+    (`compile_seconds`: compilation plus one iteration, wall clock)."""
+    warmup = effective_warmup(config, point)
+    if config.variant(point).compile:
+        record["compile_seconds"] = sum(time_iterations(step, 0, 1, sync))
+        warmup -= 1
+    time_iterations(step, warmup, 0, sync)
+
+
+def _finish(record, config, point, model, times: list[float], cpu_times: list[float], dev) -> None:
+    record.update(summarise(times, config.variant(point).batch_size), status="ok")
     record["latencies_ms"] = [1e3 * t for t in times]
     if dev.type == "cpu":
         record["cpu_ms"] = 1e3 * statistics.median(cpu_times)

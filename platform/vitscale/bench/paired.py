@@ -38,7 +38,8 @@ def is_paired(config, device: str) -> bool:
 
 def references(config, point: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The attention configurations a candidate is timed beside: every backend of the study at
-    the point's regime and resolution; none for attention itself or a study without attention."""
+    the point's regime, resolution and variant (its dtype, batch size and compile flag); none for
+    attention itself or a study without attention."""
     if point["mixer"] == BASELINE or BASELINE not in config.mixers:
         return []
     return [

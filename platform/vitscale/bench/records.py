@@ -22,6 +22,10 @@ All are `memory_kind`:
   Records written before the two modes' fields have `peak_memory_mb` only, over warmup and timed
   iterations.
 
+Variant: `dtype`, `batch_size` and `compile` are the configuration's own (a sweep may list several
+of each and time them side by side, see BenchmarkConfig.variants); `compile_seconds` is a compiled
+configuration's first call, compilation included (null when eager or measured before it existed).
+
 Timing: `latency_ms` is the median of `latencies_ms`, `latency_spread` their interquartile range
 over that median (what a ratio must beat, see bench.margin); on CPU `cpu_ms` / `cpu_spread` the
 same for process CPU time, and `cpu_wall_ratio` the timed region's CPU time ÷ (wall time × threads),
@@ -82,6 +86,7 @@ SCHEMA = pa.schema(
         ("omp_wait_policy", pa.string()),  # OMP_WAIT_POLICY it ran with (PASSIVE unless the user set one)
         ("latencies_ms", pa.list_(pa.float64())),  # every timed iteration, in order
         ("timing", pa.string()),  # sequential | interleaved (round-robin with its cell, see measure)
+        ("compile_seconds", pa.float64()),  # compiled: wall s of the first call (compiling + one iteration)
     ]
 )
 ARROW_TYPES = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string()}
@@ -109,8 +114,9 @@ FIELDS = tuple(SCHEMA.names)  # the benchmark's own columns; `fields()` adds the
 
 
 def blank_record(config, point: Mapping[str, Any], device: str) -> dict[str, Any]:
-    """The record of `point` (mixer, regime, resolution, attention_backend) before measuring."""
-    model = config.model_for(point)
+    """The record of `point` (mixer, regime, resolution, attention_backend and its variant: dtype,
+    batch_size, compile) before measuring."""
+    model, variant = config.model_for(point), config.variant(point)
     record: dict[str, Any] = dict.fromkeys(fields())
     record.update(flat_model(model))
     record.update(
@@ -119,12 +125,12 @@ def blank_record(config, point: Mapping[str, Any], device: str) -> dict[str, Any
         resolution=int(point["resolution"]),
         attention_backend=point.get("attention_backend") if point["mixer"] == "attention" else None,
         tokens=model.grid[0] * model.grid[1],
-        batch_size=config.batch_size,
+        batch_size=variant.batch_size,
         mode=config.mode,
-        dtype=config.dtype,
+        dtype=variant.dtype,
         device=device,
-        compile=config.compile,
-        compile_mode=config.compile_mode if config.compile else None,
+        compile=variant.compile,
+        compile_mode=config.compile_mode if variant.compile else None,
         seed=config.seed,
         warmup=config.warmup,
         repeats=config.repeats,

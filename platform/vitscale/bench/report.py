@@ -9,6 +9,13 @@ gains is all any mixer can gain on this machine, given the work every mixer pays
 GELU, LayerNorm, residual adds) that the FLOP count does not see. Memory is shown for both modes,
 inference and a training step, each beside its ratio.
 
+A sweep that lists several dtypes, batch sizes or compile flags measures each series in every
+variant: the main tables then show the columns that vary and divide within a variant (ssog in
+bfloat16 ÷ attention in bfloat16), and one more table divides each series' variants by its own
+baseline variant (the first dtype, the first batch size, eager: `÷ float32 b128 eager`) per image:
+images/s, and CPU ms per image, since batch sizes differ. A compiled configuration's first call
+(`compile_seconds`: compilation plus one iteration) is shown beside it.
+
 A ratio within its margin (the two configurations' repeat spreads added, at least 1 %: see
 `bench.margin`) is printed `≈1.00×`: a tie, not a difference. A CPU timing whose CPU time ran far
 from wall × threads (`bench.contention`) is marked `*` and named in a footnote; its wall-clock
@@ -23,6 +30,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
+from vitscale.bench.config import VARIANT_KEYS, Variant
 from vitscale.bench.contention import contention_note
 from vitscale.bench.margin import MIN_MARGIN, ratio_margin, side_spread, verdict
 from vitscale.bench.records import series
@@ -61,8 +69,58 @@ def _spread(record: Mapping[str, Any], key: str | None) -> float | None:
     return side_spread([_ok(record, key)]) if key else 0.0
 
 
+def variant_of(record: Mapping[str, Any]) -> Variant:
+    """A record's dtype, batch size and compile flag."""
+    return Variant(
+        str(record.get("dtype") or ""), int(record.get("batch_size") or 0), bool(record.get("compile"))
+    )
+
+
+def variants(records: Sequence[Mapping[str, Any]]) -> list[Variant]:
+    """The variants measured, in the records' order (`BenchmarkConfig.configurations` lists them as
+    the sweep does: first dtype, first batch size, first compile flag first)."""
+    return list(dict.fromkeys(variant_of(r) for r in records))
+
+
+def varying(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The VARIANT_KEYS with more than one value among the records: the columns the tables add."""
+    found = variants(records)
+    return [key for key in VARIANT_KEYS if len({getattr(v, key) for v in found}) > 1]
+
+
+def baseline_variant(records: Sequence[Mapping[str, Any]]) -> Variant | None:
+    """What the variant ratios divide by: the first dtype and batch size, eager where measured (as
+    `BenchmarkConfig.baseline_variant`); None with a single variant."""
+    found = variants(records)
+    if len(found) < 2:
+        return None
+    eager = any(not v.compile for v in found)
+    return Variant(found[0].dtype, found[0].batch_size, False if eager else found[0].compile)
+
+
+def _variant_cells(variant: Variant, keys: Sequence[str]) -> list[str]:
+    """The variant's values in the varying columns: `bfloat16`, `512`, `yes`."""
+    shown = {
+        "dtype": variant.dtype,
+        "batch_size": str(variant.batch_size),
+        "compile": "yes" if variant.compile else "no",
+    }
+    return [shown[key] for key in keys]
+
+
+VARIANT_HEADERS = {"dtype": "dtype", "batch_size": "batch", "compile": "compile"}
+
+
+def where(record: Mapping[str, Any], keys: Sequence[str] = VARIANT_KEYS) -> str:
+    """`ssog discrete 16` (+ ` bfloat16 b4 compiled` where the sweep varied its variant): a
+    configuration in a footnote."""
+    text = f"{series(record)} {record['regime']} {record['resolution']}"
+    return f"{text} {variant_of(record).label()}" if keys else text
+
+
 def ratios(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Candidate / baseline per regime x resolution, for every non-attention x attention series.
+    """Candidate / baseline per regime x resolution x variant, for every non-attention x attention
+    series (`variant`: the dtype, batch size and compile flag both sides ran with).
 
     throughput: images/s ratio (> 1: the candidate is faster); throughput_cpu: the same from
     process CPU time per batch (CPU records; steadier on a shared machine); memory: peak ratio
@@ -75,10 +133,13 @@ def ratios(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """
     cells: dict[tuple, dict[str, Mapping[str, Any]]] = {}
     for r in records:
-        cells.setdefault((r["regime"], r["resolution"]), {})[series(r)] = r
+        cells.setdefault((r["regime"], r["resolution"], variant_of(r)), {})[series(r)] = r
     out = []
-    regimes = regime_order(regime for regime, _ in cells)
-    for (regime, resolution), cell in sorted(cells.items(), key=lambda kv: (regimes.index(kv[0][0]), kv[0])):
+    regimes = regime_order(regime for regime, _, _ in cells)
+    order = variants(records)
+    for (regime, resolution, variant), cell in sorted(
+        cells.items(), key=lambda kv: (regimes.index(kv[0][0]), kv[0][1], order.index(kv[0][2]))
+    ):
         pool = cell.get(CEILING)
         for cand, c in cell.items():
             if c["mixer"] == BASELINE:
@@ -86,7 +147,13 @@ def ratios(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             for base, b in cell.items():
                 if b["mixer"] != BASELINE:
                     continue
-                row = {"regime": regime, "resolution": resolution, "candidate": cand, "baseline": base}
+                row = {
+                    "regime": regime,
+                    "resolution": resolution,
+                    "variant": variant,
+                    "candidate": cand,
+                    "baseline": base,
+                }
                 for name, (value, higher, spread) in RATIOS.items():
                     ratio = _div(_ok(c, value), _ok(b, value))
                     margin = ratio_margin(_spread(c, spread), _spread(b, spread))
@@ -99,6 +166,62 @@ def ratios(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 row["pool_ceiling_cpu"] = _div(_ok(b, "cpu_ms"), _ok(pool, "cpu_ms"))
                 out.append(row)
     return out
+
+
+def variant_ratios(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each series' variants ÷ its baseline variant (`baseline_variant`), per regime x resolution x
+    series, per image: throughput = images/s ÷ the baseline's; throughput_cpu = the baseline's CPU
+    ms per image ÷ the variant's (both > 1: faster per image), each with `<key>_margin` and
+    `<key>_verdict` (bench.margin). One row per variant, the baseline's own included (its ratios
+    None); none with a single variant."""
+    base_variant = baseline_variant(records)
+    if base_variant is None:
+        return []
+    order = variants(records)
+    groups: dict[tuple, dict[Variant, Mapping[str, Any]]] = {}
+    for r in records:
+        groups.setdefault((r["regime"], r["resolution"], series(r)), {})[variant_of(r)] = r
+    regimes = regime_order(regime for regime, _, _ in groups)
+    out = []
+    for (regime, resolution, name), group in sorted(
+        groups.items(),
+        key=lambda kv: (regimes.index(kv[0][0]), kv[0][1], *_series_key(next(iter(kv[1].values())))),
+    ):
+        b = group.get(base_variant)
+        for variant in sorted(group, key=order.index):
+            r = group[variant]
+            row: dict[str, Any] = {
+                "regime": regime,
+                "resolution": resolution,
+                "series": name,
+                "variant": variant,
+                "baseline_variant": base_variant,
+                "record": r,
+            }
+            for key, value, spread in (
+                ("throughput", _ok(r, "images_per_second"), "latency_spread"),
+                ("throughput_cpu", _per_image(r), "cpu_spread"),
+            ):
+                base = _ok(b, "images_per_second") if key == "throughput" else _per_image(b)
+                ratio = None if variant == base_variant else _div(value, base)
+                if key == "throughput_cpu" and ratio is not None:
+                    ratio = 1.0 / ratio  # shown as "faster": a time ratio inverted
+                margin = ratio_margin(_spread(r, spread), _spread(b, spread)) if b is not None else None
+                row[key], row[f"{key}_margin"] = ratio, margin
+                row[f"{key}_verdict"] = verdict(ratio, margin) if ratio is not None else "undecided"
+            out.append(row)
+    return out
+
+
+def _per_image(record: Mapping[str, Any] | None) -> float | None:
+    """CPU ms per image: a batch's CPU time over its batch size."""
+    cpu = _ok(record, "cpu_ms")
+    return cpu / record["batch_size"] if cpu is not None and record and record.get("batch_size") else None
+
+
+def _series_key(record: Mapping[str, Any]) -> tuple:
+    """Attention first, then the candidates by name."""
+    return (record["mixer"] != BASELINE, series(record))
 
 
 def _flops(record: Mapping[str, Any]) -> float | None:
@@ -131,11 +254,21 @@ def baselines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     )
 
 
-def _title(first: Mapping[str, Any], what: str) -> str:
-    compiled = f" · compiled ({first.get('compile_mode')})" if first["compile"] else ""
+def _title(records: Sequence[Mapping[str, Any]], what: str) -> str:
+    """`discrete · ÷ attention/sdpa · batch 2 · timed: train · float32 · cpu`; a variant key the
+    sweep varied lists its values (`batch 128,512`, `float32,bfloat16`, `eager + compiled`)."""
+    first, found = records[0], variants(records)
+    batches = ",".join(map(str, dict.fromkeys(v.batch_size for v in found)))
+    dtypes = ",".join(dict.fromkeys(v.dtype for v in found))
+    flags = {v.compile for v in found}
+    mode = next((r.get("compile_mode") for r in records if r.get("compile")), None)
+    compiled = {
+        frozenset({True}): f" · compiled ({mode})",
+        frozenset({True, False}): f" · eager + compiled ({mode})",
+    }
     return (
-        f"{what} · batch {first['batch_size']} · timed: {first['mode']} · {first['dtype']} · "
-        f"{first['device']}{compiled}"
+        f"{what} · batch {batches} · timed: {first['mode']} · {dtypes} · "
+        f"{first['device']}{compiled.get(frozenset(flags), '')}"
     )
 
 
@@ -160,8 +293,10 @@ def _pool_ceiling(row: Mapping[str, Any] | None, cpu: bool) -> float | None:
 
 
 def tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
-    """One table per regime against the first attention backend (rows grouped by resolution,
-    ratios and ceilings on candidate rows), then `other_baselines_table` where more were measured.
+    """One table per regime (and per variant, which its title names, where the sweep measured
+    several) against the first attention backend (rows grouped by resolution, ratios and ceilings
+    on candidate rows), then `other_baselines_table` where more backends were measured, then
+    `variants_table` where more variants were.
 
     `thr`: candidate images/s ÷ the baseline's; `cpu`: the same from CPU time; `mem`: each
     mode's peak ÷ the baseline's. A failed configuration shows its status (out_of_memory, error)
@@ -169,15 +304,33 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
     """
     bases = baselines(records)
     base = bases[0] if bases else None  # no attention measured: the measured columns only
-    by_key = {(r["regime"], r["resolution"], r["candidate"], r["baseline"]): r for r in ratios(records)}
+    by_key = {
+        (r["regime"], r["resolution"], r["variant"], r["candidate"], r["baseline"]): r
+        for r in ratios(records)
+    }
     out = []
-    for regime in regime_order(r["regime"] for r in records):
-        rows = [r for r in records if r["regime"] == regime]
-        table = _table(_title(rows[0], f"{regime} · ÷ {base}" if base else regime))
+    every = [
+        [r for r in records if r["regime"] == regime and variant_of(r) == variant]
+        for regime in regime_order(r["regime"] for r in records)
+        for variant in variants(records)
+    ]
+    for rows in filter(None, every):
+        regime = rows[0]["regime"]
+        table = _table(_title(rows, f"{regime} · ÷ {base}" if base else regime))
         cpu = any(r.get("cpu_ms") is not None for r in rows)
         nfe = any(r.get("nfe") is not None for r in rows)
+        compiled = any(r.get("compile") for r in rows)
         short = _short(base or "")
-        measured = ("px", "tokens", "series", *(["NFE"] * nfe), "GFLOP\n/img", "img/s", *(["cpu ms"] * cpu))
+        measured = (
+            "px",
+            "tokens",
+            "series",
+            *(["NFE"] * nfe),
+            "GFLOP\n/img",
+            "img/s",
+            *(["cpu ms"] * cpu),
+            *(["comp\ns"] * compiled),
+        )
         divided = (
             f"thr\n÷{short}",
             *([f"cpu\n÷{short}"] * cpu),
@@ -192,8 +345,8 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
         for i, res in enumerate(resolutions):
             cell = _cell(rows, res)
             for j, r in enumerate(cell):
-                values = _measured(r, j, res, cpu, nfe)
-                row = by_key.get((regime, res, series(r), base))
+                values = _measured(r, j, res, cpu, nfe, compiled)
+                row = by_key.get((regime, res, variant_of(r), series(r), base))
                 if row:
                     values += [
                         _ratio(row["throughput"], row["throughput_verdict"]),
@@ -209,17 +362,32 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
         out.append(table)
     if len(bases) > 1:
         out.append(other_baselines_table(records, bases[1:]))
+    if baseline_variant(records) is not None:
+        out.append(variants_table(records))
     return out
 
 
 def _cell(rows: Sequence[Mapping[str, Any]], resolution: int) -> list[Mapping[str, Any]]:
-    """One resolution's records: attention first, then the candidates by name."""
+    """One resolution's records: variant by variant, in each attention first, then the candidates
+    by name."""
+    order = variants(rows)
     return sorted(
-        (r for r in rows if r["resolution"] == resolution), key=lambda r: (r["mixer"] != BASELINE, series(r))
+        (r for r in rows if r["resolution"] == resolution),
+        key=lambda r: (order.index(variant_of(r)), *_series_key(r)),
     )
 
 
-def _measured(r: Mapping[str, Any], j: int, res: int, cpu: bool, nfe: bool) -> list[str]:
+def _seconds(record: Mapping[str, Any]) -> str:
+    """A compiled configuration's compile seconds; nothing for an eager one."""
+    if not record.get("compile"):
+        return ""
+    seconds = record.get("compile_seconds")
+    return _fmt(seconds, 0 if (seconds or 0) >= 100 else 1)
+
+
+def _measured(
+    r: Mapping[str, Any], j: int, res: int, cpu: bool, nfe: bool, compiled: bool = False
+) -> list[str]:
     """The measured columns of one record's row (px and tokens on a cell's first row only)."""
     flops = r.get("flops_per_image")
     img_s = _fmt(_ok(r, "images_per_second")) + ("*" if contention_note(r) else "")
@@ -231,17 +399,20 @@ def _measured(r: Mapping[str, Any], j: int, res: int, cpu: bool, nfe: bool) -> l
         f"{flops / 1e9:.3g}" if flops else "—",
         img_s if r["status"] == "ok" else f"[red]{STATUS_LABELS.get(r['status'], r['status'])}[/red]",
         *([_fmt(_ok(r, "cpu_ms"), 0 if (_ok(r, "cpu_ms") or 0) >= 100 else 1)] * cpu),
+        *([_seconds(r)] * compiled),
         *(_fmt(_ok(r, f"{mode}_memory_mb"), 0) for mode in MEMORY_MODES),
     ]
 
 
 def other_baselines_table(records: Sequence[Mapping[str, Any]], bases: Sequence[str]) -> Table:
     """The candidates' ratios against every attention backend but the first, all regimes in one
-    compact table (the ceilings stay in the main tables, against their baseline)."""
+    compact table (the ceilings stay in the main tables, against their baseline), each within its
+    variant."""
     cpu = any(r.get("cpu_ms") is not None for r in records)
-    table = _table(_title(records[0], "÷ " + ", ".join(bases)))
-    for col in ("regime", "px", "series"):
-        table.add_column(col, justify="left" if col != "px" else "right", no_wrap=True)
+    keys = varying(records)
+    table = _table(_title(records, "÷ " + ", ".join(bases)))
+    for col in ("regime", "px", "series", *(VARIANT_HEADERS[k] for k in keys)):
+        table.add_column(col, justify="right" if col in ("px", "batch") else "left", no_wrap=True)
     for base in bases:
         short = _short(base)
         for col in (
@@ -251,8 +422,11 @@ def other_baselines_table(records: Sequence[Mapping[str, Any]], bases: Sequence[
             f"mem train ÷{short}",
         ):
             table.add_column(col, justify="right", no_wrap=True)
-    keys = ("throughput", *(["throughput_cpu"] * cpu), "memory_inference", "memory_train")
-    by_key = {(r["regime"], r["resolution"], r["candidate"], r["baseline"]): r for r in ratios(records)}
+    ratio_keys = ("throughput", *(["throughput_cpu"] * cpu), "memory_inference", "memory_train")
+    by_key = {
+        (r["regime"], r["resolution"], r["variant"], r["candidate"], r["baseline"]): r
+        for r in ratios(records)
+    }
     regimes = regime_order(r["regime"] for r in records)
     for k, regime in enumerate(regimes):
         rows = [r for r in records if r["regime"] == regime]
@@ -261,13 +435,70 @@ def other_baselines_table(records: Sequence[Mapping[str, Any]], bases: Sequence[
             cands = [r for r in _cell(rows, res) if r["mixer"] != BASELINE]
             for j, r in enumerate(cands):
                 values = [regime if i == j == 0 else "", str(res) if j == 0 else "", series(r)]
+                values += _variant_cells(variant_of(r), keys)
                 for base in bases:
-                    row = by_key.get((regime, res, series(r), base))
+                    row = by_key.get((regime, res, variant_of(r), series(r), base))
                     values += (
-                        [_ratio(row[key], row[f"{key}_verdict"]) for key in keys] if row else [""] * len(keys)
+                        [_ratio(row[key], row[f"{key}_verdict"]) for key in ratio_keys]
+                        if row
+                        else [""] * len(ratio_keys)
                     )
                 last = j == len(cands) - 1 and (i < len(resolutions) - 1 or k < len(regimes) - 1)
                 table.add_row(*values, end_section=last)
+    return table
+
+
+def variants_table(records: Sequence[Mapping[str, Any]]) -> Table:
+    """Each series' variants ÷ its baseline variant (`variant_ratios`), all regimes in one table,
+    per image: images/s and CPU ms per image, their ratios, and a compiled variant's first call."""
+    rows = variant_ratios(records)
+    base = rows[0]["baseline_variant"]
+    cpu = any(r.get("cpu_ms") is not None for r in records)
+    compiled = any(r.get("compile") for r in records)
+    keys = varying(records)
+    table = _table(_title(records, f"variants · ÷ {base.label()} (base)"))
+    columns = (
+        "regime",
+        "px",
+        "series",
+        *(VARIANT_HEADERS[k] for k in keys),
+        "img/s",
+        *(["cpu ms\n/img"] * cpu),
+        *(["comp\ns"] * compiled),
+        "thr\n÷base",
+        *(["cpu\n÷base"] * cpu),
+    )
+    for col in columns:
+        table.add_column(
+            col, justify="left" if col in ("regime", "series", "dtype") else "right", no_wrap=True
+        )
+    previous: tuple = ()
+    for n, row in enumerate(rows):
+        r, here = row["record"], (row["regime"], row["resolution"], row["series"])
+        first = here != previous
+        per_image = _per_image(r)
+        values = [
+            row["regime"] if first and (not previous or previous[0] != row["regime"]) else "",
+            str(row["resolution"]) if first and previous[:2] != here[:2] else "",
+            row["series"] if first else "",
+            *_variant_cells(row["variant"], keys),
+            _fmt(_ok(r, "images_per_second")) + ("*" if contention_note(r) else "")
+            if r["status"] == "ok"
+            else f"[red]{STATUS_LABELS.get(r['status'], r['status'])}[/red]",
+            *([_fmt(per_image, 2 if (per_image or 0) < 10 else 1)] * cpu),
+            *([_seconds(r)] * compiled),
+        ]
+        if row["variant"] == base:  # what the others divide by
+            values += [""] * (1 + cpu)
+        else:
+            values += [
+                _ratio(row["throughput"], row["throughput_verdict"]),
+                *([_ratio(row["throughput_cpu"], row["throughput_cpu_verdict"])] * cpu),
+            ]
+        following = rows[n + 1] if n + 1 < len(rows) else None
+        ends = following is not None and (following["regime"], following["resolution"]) != here[:2]
+        table.add_row(*values, end_section=ends)
+        previous = here
     return table
 
 
@@ -290,7 +521,15 @@ def footnotes(records: Sequence[Mapping[str, Any]]) -> list[str]:
         notes.append(f"{modes}: torch.cuda.max_memory_allocated (weights, inputs, activations, gradients)")
     if any(r.get("compile") for r in records):
         notes.append(
-            "memory is eager PyTorch's: torch.compile is paid once per configuration, where it is timed"
+            "memory is eager PyTorch's: torch.compile is paid once per configuration, where it is timed; "
+            "comp s: wall seconds of a compiled configuration's first call (compiling + one iteration)"
+        )
+    base_variant = baseline_variant(records)
+    if base_variant is not None:
+        notes.append(
+            f"variants ÷ {base_variant.label()}: each series ÷ itself in that variant, same regime and "
+            "resolution, timed round-robin together; thr: images/s ratio, cpu: CPU ms per image "
+            "inverted (>1: faster per image whatever the batch); MB columns are per batch"
         )
     notes.append(
         "thr ÷X: candidate images/s ÷ attention/X images/s (>1: faster); "
@@ -317,16 +556,15 @@ def footnotes(records: Sequence[Mapping[str, Any]]) -> list[str]:
             f"pool ceil —: {CEILING} was not measured in {len(cells - pooled)} of {len(cells)} cells "
             f"(add it to --mixers, or it failed: below)"
         )
+    keys = varying(records)
     contended = [(r, contention_note(r)) for r in records if r["status"] == "ok" and contention_note(r)]
     if contended:
         notes.append(
             f"*: contended timing, CPU time far from wall × threads ({len(contended)} of "
             f"{sum(r['status'] == 'ok' for r in records)}; its img/s includes time it waited for a core): "
-            + ", ".join(f"{series(r)} {r['regime']} {r['resolution']} ({note})" for r, note in contended)
+            + ", ".join(f"{where(r, keys)} ({note})" for r, note in contended)
         )
     for r in records:
         if r["status"] != "ok" or r.get("error"):
-            notes.append(
-                f"{series(r)} {r['regime']} {r['resolution']}: {r['status']}: {r.get('error') or ''}"
-            )
+            notes.append(f"{where(r, keys)}: {r['status']}: {r.get('error') or ''}")
     return notes

@@ -1,7 +1,8 @@
 """`run_benchmark`: every configuration of a BenchmarkConfig, cell by cell.
 
-A cell is one regime x resolution: the configurations whose ratios the table reports. They run
-in `BenchmarkConfig.configurations()` order. On CUDA each is measured in this process, one
+A cell is one regime x resolution: the configurations whose ratios the table reports — every
+mixer (and attention backend) in every variant (dtype x batch size x compile) the sweep lists.
+They run in `BenchmarkConfig.configurations()` order. On CUDA each is measured in this process, one
 after another (the allocator's counters are per configuration, and a GPU is not shared).
 On CPU each configuration first runs alone in a fresh subprocess for its peak RSS above that
 subprocess's idle peak (one eager inference iteration and one training step, untimed, never
@@ -10,7 +11,9 @@ more subprocess, round-robin (`measure.measure_interleaved`): on a machine share
 the load changes from minute to minute, and only iterations interleaved with each other see
 the same load, so only they give honest ratios. Memory needs a process per configuration and
 timing one per cell, and a compiled model cannot move between processes: so only the timing
-worker compiles, and `--compile` is paid once per configuration.
+worker compiles, and `--compile` is paid once per configuration. Memory being eager, a compiled
+configuration takes its eager twin's memory record where the cell has one (same mixer, dtype and
+batch size) rather than measuring it again.
 """
 
 from __future__ import annotations
@@ -49,9 +52,24 @@ def cells(points: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return out
 
 
+def _memory_key(point: dict[str, Any]) -> tuple:
+    """What a configuration's (eager) memory depends on: everything but its compile flag."""
+    return tuple(sorted((k, v) for k, v in point.items() if k != "compile"))
+
+
 def measure_cell_isolated(config, cell: list[dict[str, Any]], device: str = "cpu") -> list[dict[str, Any]]:
-    """Peak memory of each configuration alone, then their timing round-robin in one worker."""
-    records = [run_isolated(config, point, device, timed=False) for point in cell]
+    """Peak memory of each configuration alone (a compiled one shares its eager twin's), then their
+    timing round-robin in one worker."""
+    memory: dict[tuple, dict[str, Any]] = {}
+    records = []
+    for point in cell:
+        twin = memory.get(_memory_key(point))
+        if twin is None:
+            record = memory[_memory_key(point)] = run_isolated(config, point, device, timed=False)
+        else:
+            compiled = config.variant(point).compile
+            record = {**twin, "compile": compiled, "compile_mode": config.compile_mode if compiled else None}
+        records.append(record)
     ok = [i for i, r in enumerate(records) if r["status"] == "ok"]
     timed, reason = run_isolated_cell(config, [cell[i] for i in ok], device) if ok else ([], "")
     for i, record in enumerate(records):
@@ -63,7 +81,7 @@ def measure_cell_isolated(config, cell: list[dict[str, Any]], device: str = "cpu
 def with_timing(record: dict[str, Any], config, timing: dict[str, Any] | None, reason: str = "") -> None:
     """A memory record (one eager iteration) completed by its round-robin timing, or kept with
     that one iteration and the reason its timing failed."""
-    record["warmup"], record["repeats"] = effective_warmup(config), config.repeats
+    record["warmup"], record["repeats"] = effective_warmup(config, record), config.repeats
     if timing is not None and timing["status"] == "ok":
         record.update({k: timing[k] for k in (*TIMING_KEYS, "timing", "nfe")})
     else:

@@ -52,7 +52,9 @@ def describe_bench_trial(config: dict[str, Any], spec) -> TrialDescription:
     params = bench_params(bench, point, seed)
     unused = tuple(f"model.{name}." for name in bench.model_for(point).unused_sections())
     logged = {k: v for k, v in params.items() if not k.startswith(unused)}
-    return TrialDescription(run_name=run_name(point, seed), params=logged, config_key=config_key(params))
+    return TrialDescription(
+        run_name=run_name(point, seed, bench), params=logged, config_key=config_key(params)
+    )
 
 
 def measure_trial(config: dict[str, Any], spec) -> dict[str, Any]:

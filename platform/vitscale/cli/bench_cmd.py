@@ -3,7 +3,10 @@
 Flags left out keep the BenchmarkConfig defaults (or those of `--study FILE`'s `benchmark:`
 block); list flags take commas (`--resolutions 224,384`). The model flags are the ones every
 command shares (`--width`, `--ssog-num-gaussians`, `--ode-solver`, ...), generated from ModelConfig;
-mixer, regime and attention backend are swept by `--mixers`, `--regimes`, `--attention-backends`.
+mixer, regime and attention backend are swept by `--mixers`, `--regimes`, `--attention-backends`;
+the variants of one model by `--dtype float32,bfloat16`, `--batch-size 128,512` and
+`--compiles false,true` (eager and compiled; `--compile` / `--no-compile` give one), each timed
+side by side with the others in its regime x resolution.
 `--set PATH=VALUE` reaches any BenchmarkConfig key and wins over the flags (`--set model.width=96`,
 `--set 'resolutions=[224,384]'`). Every value is validated by BenchmarkConfig, so a bad one is one
 line naming the field, exit 2.
@@ -43,6 +46,28 @@ def _split(flag: str, text: str | None, kind: type = str) -> list | None:
         raise UserError(f"{flag}: {text!r} is not a comma list of {kind.__name__}s") from None
 
 
+def _one_or_list(flag: str, text: str | None, kind: type = str) -> Any:
+    """A comma list as a list, one value as itself (what the config accepts either way)."""
+    items = _split(flag, text, kind)
+    return items[0] if items is not None and len(items) == 1 else items
+
+
+_BOOLEANS = {"true": True, "false": False, "on": True, "off": False, "1": True, "0": False}
+
+
+def _compiles(text: str | None, compile: bool | None) -> Any:
+    """`--compiles false,true` -> [False, True]; `--compile` alone -> True; both: one line."""
+    if text is None:
+        return compile
+    if compile is not None:
+        raise UserError("--compiles: give --compile/--no-compile or --compiles, not both")
+    items = _split("--compiles", text) or []
+    if not items or any(t.lower() not in _BOOLEANS for t in items):
+        raise UserError(f"--compiles: {text!r} is not a comma list of false,true")
+    values = [_BOOLEANS[t.lower()] for t in items]
+    return values[0] if len(values) == 1 else values
+
+
 def _base(study: Path | None) -> dict[str, Any]:
     """The `benchmark:` block of a benchmark study, or nothing."""
     if study is None:
@@ -60,14 +85,34 @@ def bench_command(
     mixers: str | None = typer.Option(None, "--mixers", help="comma list, e.g. attention,ssog"),
     regimes: str | None = typer.Option(None, "--regimes", help="comma list of discrete,looped,ode"),
     resolutions: str | None = typer.Option(None, "--resolutions", help="comma list of image sides"),
-    batch_size: int | None = typer.Option(None, "--batch-size", help="matched across mixers"),
+    batch_size: str | None = typer.Option(
+        None,
+        "--batch-size",
+        "--batch-sizes",
+        help="matched across mixers; a comma list (128,512) times each batch size side by side",
+    ),
     mode: str | None = typer.Option(None, "--mode", help="inference | train (forward+backward+AdamW step)"),
-    dtype: str | None = typer.Option(None, "--dtype", help="float32 | bfloat16 (autocast)"),
+    dtype: str | None = typer.Option(
+        None,
+        "--dtype",
+        "--dtypes",
+        help="float32 | bfloat16 (autocast); a comma list (float32,bfloat16) times each side by side",
+    ),
     device: str | None = typer.Option(None, "--device", help="cpu | cuda | auto"),
     attention_backend: str | None = typer.Option(
         None, "--attention-backend", "--attention-backends", help="comma list of sdpa,math"
     ),
-    compile: bool | None = typer.Option(None, "--compile/--no-compile", help="torch.compile each model"),
+    compile: bool | None = typer.Option(
+        None,
+        "--compile/--no-compile",
+        help="torch.compile each model (both side by side: --compiles false,true)",
+    ),
+    compiles: str | None = typer.Option(
+        None,
+        "--compiles",
+        help="false,true: time each configuration eager and compiled side by side (eager is the "
+        "baseline of the variant ratios); instead of --compile/--no-compile",
+    ),
     compile_mode: str | None = typer.Option(
         None, "--compile-mode", help="default | reduce-overhead (CUDA graphs) | max-autotune"
     ),
@@ -94,6 +139,9 @@ def bench_command(
 ) -> None:
     """Measure images/s, latency, peak memory, FLOPs and NFE per mixer x regime x resolution.
 
+    Lists of --dtype, --batch-size and --compiles time every variant side by side and print its
+    ratios per image against the baseline variant (first dtype, first batch size, eager).
+
     Values come from the BenchmarkConfig defaults, then `--study`'s `benchmark:`, then the flags,
     then `--set PATH=VALUE` (any BenchmarkConfig key: `vitscale study schema` lists them under
     `benchmark`): a later one wins."""
@@ -101,12 +149,12 @@ def bench_command(
         "mixers": _split("--mixers", mixers),
         "regimes": _split("--regimes", regimes),
         "resolutions": _split("--resolutions", resolutions, int),
-        "batch_size": batch_size,
+        "batch_size": _one_or_list("--batch-size", batch_size, int),
         "mode": mode,
-        "dtype": dtype,
+        "dtype": _one_or_list("--dtype", dtype),
         "device": device,
         "attention_backends": _split("--attention-backend", attention_backend),
-        "compile": compile,
+        "compile": _compiles(compiles, compile),
         "compile_mode": compile_mode,
         "warmup": warmup,
         "repeats": repeats,

@@ -35,7 +35,10 @@ One experiment per study (`tracking.experiment`, default: the study name). In it
 - benchmark studies: one child run per configuration; params `bench.*`
   (mixer, regime, resolution, attention_backend, batch_size, mode, dtype, device, compile, width,
   depth, heads, patch_size, num_gaussians); metrics BENCH_METRICS; STATUS is FINISHED or FAILED
-  with FAILURE_REASON `out_of_memory` for an out-of-memory configuration.
+  with FAILURE_REASON `out_of_memory` for an out-of-memory configuration. `bench.dtype`,
+  `bench.batch_size` and `bench.compile` are the run's own value where the sweep lists several
+  (each a configuration of its own, like a grid point's value; the list is in the parent's
+  spec.yaml), and its name then carries them (`ssog · ode · r512 · bfloat16 · b512 · s0`).
 """
 
 from __future__ import annotations
@@ -127,6 +130,7 @@ NAME_SHORT = {
     "model.patch_size": "p",
     "model.ssog.num_gaussians": "K",
     "data.resolution": "r",
+    "bench.batch_size": "b",
     "data.num_train": "n",
     "train.epochs": "e",
 }

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from vitscale.bench.config import BenchmarkConfig
+from vitscale.bench.config import VARIANT_KEYS, BenchmarkConfig
 from vitscale.bench.fields import bench_metrics, bench_params, config_key, run_name
 from vitscale.study import StudySpec, spec_dict, spec_hash
 from vitscale.tracking import layout, queued, store
@@ -48,7 +48,8 @@ class MlflowBenchLog:
 
     def log(self, record: dict[str, Any]) -> str:
         """One child run for one record; returns its run id."""
-        point = {k: record[k] for k in ("mixer", "regime", "resolution", "attention_backend")}
+        keys = ("mixer", "regime", "resolution", "attention_backend", *VARIANT_KEYS)
+        point = {k: record[k] for k in keys}
         params = bench_params(self.config, point, record["seed"])
         params["bench.device"] = record["device"]  # the resolved device, never `auto`
         params["bench.threads"] = record.get("threads")
@@ -60,7 +61,7 @@ class MlflowBenchLog:
             self.name,
             "benchmark",
             trial_id=f"bench_{self.count:05d}",
-            run_name=run_name(point, record["seed"]),
+            run_name=run_name(point, record["seed"], self.config),
             tags={layout.CONFIG_KEY: config_key(params)},
         )
         store.log_params(self.client, run_id, params)

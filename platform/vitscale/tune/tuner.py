@@ -105,7 +105,10 @@ def _reporter(spec) -> tune.CLIReporter:
     """Ray Tune's status table (`--verbose` only: the progress line says where a study stands),
     showing the objectives, at most every 15 s."""
     columns = {"epoch": "epoch", **{o.metric: o.metric for o in spec.objectives}}
-    names = list(spec.space) if study_kind(spec.kind).searches else BENCH_COLUMNS
+    if study_kind(spec.kind).searches:
+        names = list(spec.space)
+    else:  # a variant key as a column only where the sweep lists several values of it
+        names = [*BENCH_COLUMNS, *(spec.benchmark.varying() if spec.benchmark else ())]
     parameters = {f"point/{name}": name.split(".")[-1] for name in names}
     if len(spec.search.seeds) > 1:
         parameters["seed"] = "seed"
