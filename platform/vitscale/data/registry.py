@@ -33,7 +33,10 @@ def register_dataset(name: str, recipe: dict[str, Any] | None = None) -> Callabl
 
 
 def native_size(dataset: str, default: int) -> int:
-    """The side a data set's images are stored at, where it declares one, else `default`."""
+    """The side a data set's images are stored at, where it declares one, else `default` (an
+    unknown name too: validation then names it, with the choices)."""
+    if dataset not in DATASETS:
+        return default
     return DATASETS.fact(dataset, "native_size") or default
 
 
