@@ -233,12 +233,13 @@ def fit(
                 "flops_per_image": cost.flops(val_stats.get("val_nfe_mean")),
                 "peak_memory_mb": peak_memory_mb(device),
             }
-            if last:  # finished: test with per-image predictions, reported only
+            if last:
+                metrics["did_not_train"] = float(did_not_train(metrics["val_top1"], bundle.num_classes))
+            if last and train_cfg.evaluate_test:  # finished: test with per-image predictions, reported only
                 test_stats, predictions["test"] = split_predictions(runner, bundle, config, autocast, "test")
                 metrics.update(test_stats)
                 if train_cfg.test_curve:
                     metrics[CURVE_TEST_TOP1] = test_stats["test_top1"]
-                metrics["did_not_train"] = float(did_not_train(metrics["val_top1"], bundle.num_classes))
                 if train_cfg.eval_resolutions:  # accuracy at other input sizes: reported only, like test
                     at_metrics, at_predictions = evaluate_at_resolutions(
                         runner, bundle, config, train_cfg.eval_resolutions, autocast=autocast
