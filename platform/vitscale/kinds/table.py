@@ -35,6 +35,11 @@ class KindTable(dict, Generic[Entry]):
         self._loaded = not builtin
         TABLES.append(self)
 
+    # A table is itself, not its entries: two layers' tables never compare equal.
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__
+
     def _load(self) -> None:
         if not self._loaded:
             self._loaded = True
