@@ -47,8 +47,8 @@ class KindTable(dict, Generic[Entry]):
                 importlib.import_module(module)
 
     def register(self, name: str, entry: Entry) -> Entry:
-        """Add `entry` for the kind called `name`; a kind registers once per table."""
-        self._load()
+        """Add `entry` for the kind called `name`; a kind registers once per table. (The shipped
+        entries load on the first lookup, not here: their modules register as they import.)"""
         if dict.__contains__(self, name):
             raise KindError(f"study kind {name!r}: {self.what} is registered twice")
         dict.__setitem__(self, name, entry)
