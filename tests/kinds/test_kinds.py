@@ -1,23 +1,38 @@
 """The study kinds registry: every kind's steps and sections resolve in the layers that run them,
-`kind:` accepts exactly the registered names, and bad names fail with one line."""
+every layer's table has an entry for every kind, `kind:` accepts exactly the registered names, and
+bad names, incomplete kinds and missing entries fail with one line."""
 
 from __future__ import annotations
 
-import typing
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import pytest
 
+from vitscale.analysis.kinds import ANALYSIS_KINDS
 from vitscale.analysis.report.sections import SECTIONS
 from vitscale.analysis.steps import STEPS
+from vitscale.bench.trial import bench_trial
 from vitscale.errors import UserError
-from vitscale.kinds import STUDY_KINDS, register_kind, study_kind
-from vitscale.study.spec import KindName, StudySpec
+from vitscale.kinds import (
+    STUDY_KINDS,
+    KindData,
+    KindError,
+    KindTable,
+    check_complete,
+    register_kind,
+    study_kind,
+)
+from vitscale.kinds.table import TABLES, missing_entries
+from vitscale.study.kinds import STUDY_RULES
+from vitscale.study.spec import StudySpec
+from vitscale.tracking.parent_summary import PARENT_RUNS
+from vitscale.tune.comparison import run_comparison
+from vitscale.tune.kinds import TUNE_KINDS
+from vitscale.tune.trainable import train_trial
 
 
 def test_the_three_kinds_are_registered_in_order():
     assert list(STUDY_KINDS) == ["train", "benchmark", "comparison"]
-    assert typing.get_args(KindName) == tuple(STUDY_KINDS)
     assert StudySpec.model_json_schema()["properties"]["kind"]["enum"] == list(STUDY_KINDS)
 
 
@@ -45,17 +60,68 @@ def test_a_benchmark_speaks_of_measured_runs_not_training():
     assert "0 of them did not train" in train
 
 
-def test_a_comparison_trains_in_phases_and_searches_through_its_arms():
-    comparison, train = study_kind("comparison"), study_kind("train")
-    assert comparison.trains and comparison.phased and not comparison.searches
-    assert train.searches and not train.phased
-    assert comparison.analysis_steps == train.analysis_steps
+@pytest.mark.parametrize("name", list(STUDY_KINDS))
+def test_every_layer_has_an_entry_for_every_kind(name):
+    assert {STUDY_RULES, TUNE_KINDS, PARENT_RUNS, ANALYSIS_KINDS} <= set(TABLES)
+    assert missing_entries(name) == []
+    check_complete(name)
+
+
+def test_a_comparison_trains_in_phases_and_a_benchmark_measures_in_fresh_processes():
+    comparison, train, bench = (TUNE_KINDS[n] for n in ("comparison", "train", "benchmark"))
+    assert comparison.trial is train.trial is train_trial and bench.trial is bench_trial
+    assert comparison.run is comparison.resume is run_comparison and train.run is not run_comparison
+    assert train.reuse_workers and comparison.reuse_workers and not bench.reuse_workers
+    assert study_kind("comparison").analysis_steps == study_kind("train").analysis_steps
 
 
 def test_a_kind_registers_once():
     with pytest.raises(ValueError, match="'train' is registered twice"):
         register_kind(replace(STUDY_KINDS["train"], title="Again"))
     assert STUDY_KINDS["train"].title == "Training"
+    with pytest.raises(KindError, match="'train': tune runner .* is registered twice"):
+        TUNE_KINDS.register("train", TUNE_KINDS["train"])
+
+
+def test_an_object_that_is_not_a_whole_study_kind_is_refused_in_one_line():
+    fields = asdict(STUDY_KINDS["train"])
+    fields.pop("points_noun")
+
+    class Partial:
+        pass
+
+    partial = Partial()
+    partial.__dict__.update(fields, name="partial")
+    with pytest.raises(KindError) as missing:
+        register_kind(partial)
+    assert str(missing.value) == (
+        "study kind 'partial' is not a StudyKind (vitscale.kinds.registry): points_noun (missing)"
+    )
+    with pytest.raises(KindError, match=r"analysis_steps \(list, not tuple\)"):
+        register_kind(replace(STUDY_KINDS["train"], name="listed", analysis_steps=["aggregate_replicates"]))
+    with pytest.raises(KindError, match=r"report_sections \(a tuple of str\)"):
+        register_kind(replace(STUDY_KINDS["train"], name="numbered", report_sections=(1, 2)))
+    assert set(STUDY_KINDS) == {"train", "benchmark", "comparison"}
+    assert isinstance(KindData(**fields, points_noun="point"), type(STUDY_KINDS["train"]))
+
+
+def test_a_missing_table_entry_is_one_line_naming_the_table_and_how_to_register():
+    table = KindTable("probe behaviour (Probe)", "PROBES.register(name, Probe(...))")
+    try:
+        table.register("train", "an entry")
+        with pytest.raises(KindError) as err:
+            table["benchmark"]
+        assert str(err.value) == (
+            "study kind 'benchmark' has no probe behaviour (Probe); register one with "
+            "PROBES.register(name, Probe(...))"
+        )
+        with pytest.raises(
+            KindError, match=r"^study kind 'benchmark' is registered incompletely: it has no probe"
+        ):
+            check_complete("benchmark")
+        assert "\n" not in str(err.value)
+    finally:
+        TABLES.remove(table)
 
 
 def test_an_unknown_kind_is_one_line_naming_the_registered_ones():

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from vitscale.analysis.kinds import ANALYSIS_KINDS
 from vitscale.analysis.load.fields import as_float
 from vitscale.analysis.statistics.arms import Arm
 from vitscale.analysis.statistics.axes import AxisStudy
@@ -106,7 +107,7 @@ class AnalysisResult:
     def summary(self) -> list[dict]:
         """Per mixer x regime (series x regime for benchmarks): the headline numbers for the CLI."""
         agg = self.aggregates
-        label = self.study_kind.series_label
+        label, headline = self.study_kind.series_label, ANALYSIS_KINDS[self.kind].headline
         names, regimes = agg.column(label).to_pylist(), agg.column("regime").to_pylist()
         used = as_float(agg.column("n_used"))
         out = []
@@ -114,37 +115,15 @@ class AnalysisResult:
             for name in series_order(names):
                 idx = [i for i in range(agg.num_rows) if names[i] == name and regimes[i] == regime]
                 if idx:
-                    out.append({label: name, "regime": regime, **self._headline(idx, used)})
+                    out.append({label: name, "regime": regime, **headline(self, idx, used)})
         return out
 
-    def _headline(self, idx: list[int], used: np.ndarray) -> dict:
-        agg = self.aggregates
-        ok = [i for i in idx if used[i] > 0]
-        row: dict = {"configs": len(idx), "runs": int(as_float(agg.column("n_runs"))[idx].sum())}
-        if not self.study_kind.trains:  # a benchmark: its largest resolution's numbers
-            res = as_float(agg.column("resolution"))
-            if ok:
-                top = max(ok, key=lambda i: res[i])
-                row["resolution"] = int(res[top])
-                for m in ("images_per_second", "peak_memory_mb"):
-                    if f"{m}_mean" in agg.column_names:
-                        row[m] = float(as_float(agg.column(f"{m}_mean"))[top])
-            return row
-        if "val_top1_mean" not in agg.column_names or not ok:
-            return row
-        top1 = as_float(agg.column("val_top1_mean"))
-        best = max(ok, key=lambda i: (np.nan_to_num(top1[i], nan=-1.0), -i))
-        run_top1 = as_float(self.runs.column("val_top1")) if "val_top1" in self.runs.column_names else None
-        sel = self._runs_of(idx)
-        row["best_top1"] = float(top1[best])
-        row["mean_top1"] = (
-            float(np.nanmean(run_top1[sel])) if run_top1 is not None and sel.size else float("nan")
-        )
-        if "params_mean" in agg.column_names:
-            row["params"] = float(as_float(agg.column("params_mean"))[best])
-        return row
+    @property
+    def summary_columns(self) -> tuple[tuple[str, str, float, str], ...]:
+        """The columns of `vitscale analyze`'s summary table: (row key, header, scale, format spec)."""
+        return ANALYSIS_KINDS[self.kind].summary_columns
 
-    def _runs_of(self, idx: list[int]) -> np.ndarray:
+    def runs_of(self, idx: list[int]) -> np.ndarray:
         """Row indices in `runs` of the used runs of the given aggregate rows."""
         wanted = set(idx)
         ids = {

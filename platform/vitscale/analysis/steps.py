@@ -22,6 +22,7 @@ from vitscale.analysis.figures.axes import axis_figure
 from vitscale.analysis.figures.compute_optimal import compute_figures
 from vitscale.analysis.figures.curves import learning_curve_figures
 from vitscale.analysis.figures.resolution import accuracy_throughput_figure, accuracy_vs_resolution_figure
+from vitscale.analysis.kinds import ANALYSIS_KINDS
 from vitscale.analysis.load.beside import SideTable
 from vitscale.analysis.load.curves import CURVES, fetch_curves
 from vitscale.analysis.load.predictions import PREDICTIONS, empty, fetch_predictions
@@ -34,7 +35,7 @@ from vitscale.analysis.report.resolution import write_resolution_csv
 from vitscale.analysis.report.transfer import write_transfer
 from vitscale.analysis.result import AnalysisResult
 from vitscale.analysis.statistics.aggregate import aggregate_replicates
-from vitscale.analysis.statistics.arms import Arm, is_comparison, study_arms
+from vitscale.analysis.statistics.arms import Arm, study_arms
 from vitscale.analysis.statistics.axes import axis_studies
 from vitscale.analysis.statistics.compute_optimal import compute_optimal
 from vitscale.analysis.statistics.crossover import crossovers, write_crossovers
@@ -105,7 +106,7 @@ def _aggregate(a: Analysis, by: list[str] | None) -> None:
 
 def aggregate_training(a: Analysis) -> None:
     """Seed means per configuration; a comparison (or a study with final runs) over its final phase."""
-    a.res.comparison = is_comparison(a.res.kind, a.res.runs)
+    a.res.comparison = ANALYSIS_KINDS[a.res.kind].arms_from_final(a.res.runs)
     _aggregate(a, None)
 
 
@@ -133,7 +134,7 @@ def arms_and_verdicts(a: Analysis) -> None:
     """Arms (a comparison's, or each mixer x regime's best configuration), their per-image
     predictions, the seed-paired verdicts against the reference, accuracy at other resolutions."""
     res = a.res
-    res.arms, res.reference = study_arms(res.kind, res.runs, a.params, a.context, res.policy)
+    res.arms, res.reference = study_arms(res.comparison, res.runs, a.params, a.context, res.policy)
     if res.comparison:
         add_tuning(res.runs, res.arms, a.context.get("space"), a.context.get("confirmation"))
         res.tuning_fidelity = a.context.get("fidelity")

@@ -59,48 +59,22 @@ def _fmt(value, scale: float = 1.0, digits: int = 2, signed: bool = False) -> st
 
 
 def summary_table(result) -> Table:
-    """Per mixer x regime: best and mean top-1 and params (benchmarks: largest resolution's numbers)."""
-    kind = study_kind(result.kind)
-    bench = not kind.trains  # per series: its largest resolution's images/s and memory
-    table = Table(title=f"{result.study}: {kind.summary_title} summary")
-    cols = (
-        ["series", "regime", "configs", "runs", "resolution", "images/s", "peak MB"]
-        if bench
-        else [
-            "mixer",
-            "regime",
-            "configs",
-            "runs",
-            "best config top-1 (%)",
-            "mean over runs (%)",
-            "params (best config)",
-        ]
-    )
-    for c in cols:
-        table.add_column(c, justify="left" if c in ("series", "mixer", "regime") else "right")
+    """Per mixer x regime (benchmarks: per series): the headline numbers, in the columns the study
+    kind's analysis names (`AnalysisKind.summary_columns`)."""
+    table = Table(title=f"{result.study}: {study_kind(result.kind).summary_title} summary")
+    columns = result.summary_columns
+    for key, header, _, _ in columns:
+        table.add_column(header, justify="left" if key in ("series", "mixer", "regime") else "right")
     for row in result.summary():
-        if bench:
-            table.add_row(
-                row["series"],
-                row["regime"],
-                str(row["configs"]),
-                str(row["runs"]),
-                str(row.get("resolution", "—")),
-                _fmt(row.get("images_per_second"), digits=1),
-                _fmt(row.get("peak_memory_mb"), digits=0),
-            )
-        else:
-            params = row.get("params")
-            table.add_row(
-                row["mixer"],
-                row["regime"],
-                str(row["configs"]),
-                str(row["runs"]),
-                _fmt(row.get("best_top1"), 100),
-                _fmt(row.get("mean_top1"), 100),
-                f"{params:,.0f}" if params is not None and math.isfinite(params) else "—",
-            )
+        table.add_row(*(_cell(row.get(key), scale, spec) for key, _, scale, spec in columns))
     return table
+
+
+def _cell(value, scale: float, spec: str) -> str:
+    """One summary value: as it is (names, counts), or scaled and formatted; — where missing."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    return str(value) if not spec else f"{value * scale:{spec}}"
 
 
 def comparison_lines(c, note: str = "") -> list[str]:

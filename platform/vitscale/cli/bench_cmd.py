@@ -26,7 +26,6 @@ from vitscale.cli.app import app
 from vitscale.cli.model_cmd import model_config, model_options
 from vitscale.cli.overrides import set_option, validate_with_sets
 from vitscale.errors import UserError
-from vitscale.kinds import study_kind
 from vitscale.study import load_study
 
 _SET_EXAMPLE = "resolutions=[224,384]"
@@ -73,7 +72,7 @@ def _base(study: Path | None) -> dict[str, Any]:
     if study is None:
         return {}
     spec = load_study(study)
-    if study_kind(spec.kind).trains or spec.benchmark is None:
+    if spec.benchmark is None:  # only a benchmark study may have one (study.check_benchmark)
         raise UserError(f"--study: {study} is a {spec.kind} study; pass one with `kind: benchmark`")
     return spec.benchmark.model_dump(exclude_unset=False)
 

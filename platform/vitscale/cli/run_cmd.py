@@ -14,7 +14,6 @@ from rich.table import Table
 from vitscale.cli.app import study_app
 from vitscale.cli.study_cmd import SetOption
 from vitscale.errors import UserError
-from vitscale.kinds import study_kind
 from vitscale.study import load_study
 from vitscale.tracking import layout, store
 
@@ -227,9 +226,10 @@ def print_summary(summary) -> None:
     failed = [t for t in summary.trials if t.status == "FAILED"]
     for trial in failed[:10]:
         console.print(f"  failed {trial.name}: {trial.failure_reason}")
-    if getattr(summary, "arms", None):
-        console.print(arm_table(summary.arms))
-    if study_kind(summary.kind).phased:  # the best arm by its final runs
+    arms = getattr(summary, "arms", None)  # a study run in arms (tune.comparison): None otherwise
+    if arms:
+        console.print(arm_table(arms))
+    if arms is not None:  # the best arm by its final runs
         console.print(best_arm_line(summary))
     else:
         for resolution, configs in summary.best.items():

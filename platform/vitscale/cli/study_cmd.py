@@ -18,7 +18,6 @@ from typing import Annotated
 import typer
 
 from vitscale.cli.app import study_app
-from vitscale.kinds import study_kind
 from vitscale.study import (
     SpecError,
     apply_overrides,
@@ -33,9 +32,8 @@ from vitscale.study import (
     validate_study,
     yamlio,
 )
-from vitscale.study.comparison import arm_list
 from vitscale.study.defaults import run_defaults
-from vitscale.study.plan import planned_trials
+from vitscale.study.plan import trials_line
 from vitscale.tune.comparison_record import record_json, record_lines
 
 SetOption = Annotated[
@@ -49,37 +47,6 @@ SetOption = Annotated[
 ]
 
 FilesArgument = Annotated[list[Path], typer.Argument(help="study or search-space YAML files")]
-
-
-def trials_line(spec) -> str:
-    """'12 trials = 12 grid points x 1 seed': how a study expands."""
-
-    def n(count: int, noun: str) -> str:
-        return f"{count} {noun}{'' if count == 1 else 's'}"
-
-    kind = study_kind(spec.kind)
-    if kind.phased:
-        tuning, confirmation, final = planned_trials(spec)
-        arms = len(arm_list(spec))
-        fidelity = spec.search.fidelity
-        at = f" at {', '.join(f'{k}={v}' for k, v in fidelity.items())}" if fidelity else ""
-        if spec.tuned_from:
-            return (
-                f"{n(final, 'trial')} = {n(arms, 'arm')} x {n(len(spec.final.seeds), 'final seed')}, "
-                f"each arm at the point {spec.tuned_from} tuned for it (no tuning here)"
-            )
-        # every arm has the same budget: the same number of points to confirm
-        confirmed = f" + {n(confirmation // arms, 'confirmation run')}" if confirmation else ""
-        return (
-            f"{n(tuning + confirmation + final, 'trial')} = {n(arms, 'arm')} x "
-            f"({n(tuning // arms, 'tuning trial')}{at}{confirmed}"
-            f" + {n(len(spec.final.seeds), 'final seed')} at full fidelity)"
-        )
-    if spec.search.algorithm == "grid":  # a benchmark: its configurations
-        what = n(len(grid_points(spec)), kind.points_noun)
-    else:
-        what = n(spec.search.num_samples, f"{spec.search.algorithm} sample")
-    return f"{n(count_trials(spec), 'trial')} = {what} x {n(len(spec.search.seeds), 'seed')}"
 
 
 def check_file(path: Path, overrides: list[str] | tuple = ()) -> str:
@@ -118,7 +85,6 @@ def show(
     spec = validate_study(raw, str(file), touched)
     data = spec_dict(spec)
     defaults = run_defaults(spec)  # what the nulls become, per variant
-    kind = study_kind(spec.kind)
     if as_json:
         report = {
             "spec": data,
@@ -129,7 +95,7 @@ def show(
             "grid_points": len(grid_points(spec)) if spec.search.algorithm == "grid" else None,
             "as_run": [{"trials": names, "values": values} for names, values in defaults],
         }
-        if kind.phased:
+        if spec.arms:
             report["latest_execution"] = record_json(spec)  # after a run: the arms' choices
         typer.echo(json.dumps(report, indent=2))
         return
@@ -142,6 +108,6 @@ def show(
             typer.echo(
                 f"#   {', '.join(names)}: " + ", ".join(f"{k}={json.dumps(v)}" for k, v in values.items())
             )
-    if kind.phased:  # after a run: each arm's choice, its rank transfer, tuned values at an edge
+    if spec.arms:  # after a run: each arm's choice, its rank transfer, tuned values at an edge
         for line in record_lines(spec):
             typer.echo(f"# {line}")

@@ -4,15 +4,12 @@ trains, stops early or is searched, so none of that is in its summaries."""
 
 from __future__ import annotations
 
-from vitscale.kinds.registry import StudyKind, register_kind
+from vitscale.kinds.registry import KindData, register_kind
 
 BENCHMARK = register_kind(
-    StudyKind(
+    KindData(
         name="benchmark",
         title="Benchmark",
-        trains=False,
-        searches=False,
-        phased=False,
         trial_section="benchmark",
         default_objective=("images_per_second", "max"),
         analysis_steps=(

@@ -22,8 +22,6 @@ COMPARISON = register_kind(
         TRAIN,
         name="comparison",
         title="Comparison",
-        searches=False,
-        phased=True,
         # whether the arms' low-fidelity ranking held at full fidelity (tune.confirmation)
         report_sections=_after_arms(TRAIN.report_sections, "transfer"),
     )

@@ -3,15 +3,12 @@ trains one model, is scored on validation and, when it ran all its epochs, once 
 
 from __future__ import annotations
 
-from vitscale.kinds.registry import StudyKind, register_kind
+from vitscale.kinds.registry import KindData, register_kind
 
 TRAIN = register_kind(
-    StudyKind(
+    KindData(
         name="train",
         title="Training",
-        trains=True,
-        searches=True,
-        phased=False,
         trial_section="trial.train",
         default_objective=("val_top1", "max"),
         analysis_steps=(

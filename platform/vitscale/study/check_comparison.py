@@ -1,14 +1,15 @@
 """The checks of a comparison study (`kind: comparison`): arms, reference, final seeds, objectives,
-and every arm's own study checked as a train study (see `study.comparison` for the arms)."""
+and every arm's own study checked as a train study (see `study.comparison` for the arms); and,
+for every other kind, the refusal of the keys only a comparison reads."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from pydantic import ValidationError
 
-from vitscale.kinds import study_kind
 from vitscale.study.check_space import check_structure
+from vitscale.study.checks import check_study
 from vitscale.study.comparison import arm_list, arm_study, arm_values
 from vitscale.study.errors import Problem
 from vitscale.study.matching import MatchError
@@ -18,32 +19,8 @@ from vitscale.tracking.layout import arm_key
 from vitscale.validation import error_items
 
 
-def comparison_problems(
-    spec: StudySpec, removed: frozenset[str], check_study: Callable[..., list[Problem]]
-) -> Iterable[Problem]:
-    """`kind: comparison` needs arms, a reference arm and final seeds; each arm must be searchable.
-
-    `check_study`: `checks.check_study`, run on each arm's study (passed in: it runs this check too).
-    """
-    if not study_kind(spec.kind).phased:
-        for key in ("arms", "reference", "final", "tuned_from"):
-            if getattr(spec, key) is not None:
-                yield Problem(key, "only for kind: comparison")
-        if spec.match is not None:
-            yield Problem("match", "only for kind: comparison (parameter-matched arms)")
-        if spec.search.fidelity:
-            yield Problem(
-                "search.fidelity",
-                "only for kind: comparison (its tuning phase runs at this fidelity, the final phase at "
-                "the trial's); a train study has no final phase: set the values in trial instead",
-            )
-        if spec.search.confirm is not None:
-            yield Problem(
-                "search.confirm",
-                "only for kind: comparison with search.fidelity (it re-runs each arm's top points at "
-                "full fidelity); remove it",
-            )
-        return
+def comparison_problems(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
+    """`kind: comparison` needs arms, a reference arm and final seeds; each arm must be searchable."""
     if not spec.arms:
         yield Problem(
             "arms", "required for kind: comparison: trial path -> values, e.g. {model.mixer: [a, b]}"
@@ -67,7 +44,28 @@ def comparison_problems(
         )
     if spec.search.algorithm == "grid" and spec.search.num_samples is not None:
         return  # reported by the search checks
-    yield from _arm_checks(spec, removed, check_study)
+    yield from _arm_checks(spec, removed)
+
+
+def comparison_keys_refused(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
+    """Every other kind: the keys of a comparison would be ignored, so each is refused."""
+    for key in ("arms", "reference", "final", "tuned_from"):
+        if getattr(spec, key) is not None:
+            yield Problem(key, "only for kind: comparison")
+    if spec.match is not None:
+        yield Problem("match", "only for kind: comparison (parameter-matched arms)")
+    if spec.search.fidelity:
+        yield Problem(
+            "search.fidelity",
+            "only for kind: comparison (its tuning phase runs at this fidelity, the final phase at "
+            "the trial's); a train study has no final phase: set the values in trial instead",
+        )
+    if spec.search.confirm is not None and not spec.search.fidelity:  # else filled in for the fidelity
+        yield Problem(
+            "search.confirm",
+            "only for kind: comparison with search.fidelity (it re-runs each arm's top points at "
+            "full fidelity); remove it",
+        )
 
 
 def _arm_keys(spec: StudySpec) -> Iterable[Problem]:
@@ -179,9 +177,7 @@ def _reference(spec: StudySpec) -> Iterable[Problem]:
             yield Problem(f"reference.{key}", f"{value!r} is not one of arms.{key} {spec.arms[key]}")
 
 
-def _arm_checks(
-    spec: StudySpec, removed: frozenset[str], check_study: Callable[..., list[Problem]]
-) -> Iterable[Problem]:
+def _arm_checks(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
     """Run the train-study checks of each arm's study; trial/space problems name the arm."""
     seen = {(p.key, p.message) for p in check_structure(spec.space)}  # reported by the space checks
     for arm in arm_list(spec):

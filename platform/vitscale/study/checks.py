@@ -2,7 +2,10 @@
 
 Each check declares the top-level sections it reads; when one of those failed Pydantic
 validation the check is skipped (its input would be a placeholder), so one mistake is
-reported once and every other section is still checked.
+reported once and every other section is still checked. The rules every study keeps are here
+(`CHECKS`); a study kind adds its own (`StudyRules.checks`, `space_checks`, `grid_checks`:
+`vitscale.study.kinds`), and the rules of a searched space and of a grid that trains are here
+for the kinds that search one (`search_problems`, `trial_space_problems`, `grid_problems`).
 """
 
 from __future__ import annotations
@@ -12,41 +15,19 @@ from collections.abc import Callable, Iterable
 from pydantic import ValidationError
 
 from vitscale.kinds import study_kind
-from vitscale.study.check_comparison import comparison_problems
 from vitscale.study.check_space import check_against_trial, check_structure
 from vitscale.study.errors import Problem
-from vitscale.study.resolve import grid_points, trial_data
+from vitscale.study.kinds import STUDY_RULES
+from vitscale.study.resolve import space_points, trial_data
 from vitscale.study.space import GRID_LIMIT, SpaceCycle, TooManyPoints, providers
 from vitscale.study.spec import StudySpec
-from vitscale.tracking.layout import BENCH_METRICS
 from vitscale.train.config import TrialConfig
-from vitscale.train.metrics import REPORTED_METRICS
 from vitscale.validation import error_items
 
 
 def known_metrics(kind: str) -> tuple[str, ...]:
     """What a study may optimise: the trainer's metrics, or (trials that measure) the benchmark's."""
-    return REPORTED_METRICS if study_kind(kind).trains else BENCH_METRICS
-
-
-def _kind(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
-    if not study_kind(spec.kind).trains:
-        if spec.benchmark is None:
-            yield Problem("benchmark", "required for kind: benchmark (mixers, regimes, resolutions, ...)")
-        if spec.space:
-            yield Problem(
-                "space", "a benchmark study sweeps benchmark.mixers/regimes/resolutions; remove space"
-            )
-        if "trial" in spec.model_fields_set:
-            yield Problem("trial", "not used by a benchmark study; configure the model in benchmark:")
-        if spec.search.algorithm != "grid":
-            yield Problem("search.algorithm", "a benchmark study measures every configuration: use grid")
-        if spec.scheduler.type != "fifo":
-            yield Problem(
-                "scheduler.type", f"{spec.scheduler.type} needs epochs; a benchmark study uses fifo"
-            )
-    elif spec.benchmark is not None:
-        yield Problem("benchmark", "only for kind: benchmark (this study is kind: train)")
+    return STUDY_RULES[kind].metrics
 
 
 def _objectives(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
@@ -78,13 +59,15 @@ def _scheduler_epochs(spec: StudySpec, removed: frozenset[str]) -> Iterable[Prob
         yield Problem("scheduler.grace_period", f"{sched.grace_period} exceeds max_t {sched.max_t}")
 
 
-def _search(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
-    search = spec.search
-    dupes = sorted({s for s in search.seeds if search.seeds.count(s) > 1})
+def _seeds(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
+    dupes = sorted({s for s in spec.search.seeds if spec.search.seeds.count(s) > 1})
     if dupes:
         yield Problem("search.seeds", f"seed(s) {dupes} listed more than once")
-    if not study_kind(spec.kind).trains:  # a benchmark measures every configuration
-        return
+
+
+def search_problems(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
+    """A searched space: a grid of listed values, or a sampler with something to sample."""
+    search = spec.search
     if search.algorithm == "grid":
         if search.num_samples is not None:
             yield Problem(
@@ -122,19 +105,21 @@ def _resources(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
 
 
 def space_problems(spec: StudySpec, removed: Iterable[str] = (), with_trial: bool = True) -> list[Problem]:
-    """Structure of every parameter, then the combination rules on those without problems.
+    """Structure of every parameter, then the kind's rules for the parameters without problems
+    (`StudyRules.space_checks`: for a train study, the combination rules against the trial).
 
-    `removed`: parameters already rejected by Pydantic. A parameter whose `when:` reads a
-    rejected or broken one is left out of the combination rules too: its activity would be
-    judged on a wrong value.
+    `removed`: parameters already rejected by Pydantic.
     """
     problems = check_structure(spec.space)
-    if (
-        not with_trial
-        or not study_kind(spec.kind).searches
-        or any(".when" in p.key and "cycle" in p.message for p in problems)
-    ):
+    if not with_trial or any(".when" in p.key and "cycle" in p.message for p in problems):
         return problems
+    return problems + STUDY_RULES[spec.kind].space_checks(spec, frozenset(removed), problems)
+
+
+def trial_space_problems(spec: StudySpec, removed: frozenset[str], problems: list[Problem]) -> list[Problem]:
+    """The combination rules of a searched space against the trial, on the parameters without
+    `problems`. A parameter whose `when:` reads a rejected (`removed`) or broken one is left out
+    too: its activity would be judged on a wrong value."""
     every = set(spec.space) | set(removed)
     dropped = {
         k for k in spec.space for p in problems if p.key == f"space.{k}" or p.key.startswith(f"space.{k}.")
@@ -148,19 +133,15 @@ def space_problems(spec: StudySpec, removed: Iterable[str] = (), with_trial: boo
             for k, param in good.items()
             if any(set(providers(every, p)) - set(good) for p in param.conditions())
         }
-    return problems + check_against_trial(good, spec.trial, unknown=every - set(good))
+    return check_against_trial(good, spec.trial, unknown=every - set(good))
 
 
-def _grid(spec: StudySpec) -> Iterable[Problem]:
+def grid_problems(spec: StudySpec) -> Iterable[Problem]:
     """Grid studies: every point must build a valid trial (catches what no single rule names)."""
-    if (
-        not study_kind(spec.kind).searches
-        or spec.search.algorithm != "grid"
-        or any(p.distribution.continuous for p in spec.space.values())
-    ):
+    if spec.search.algorithm != "grid" or any(p.distribution.continuous for p in spec.space.values()):
         return
     try:
-        points = grid_points(spec)
+        points = space_points(spec)
     except TooManyPoints:
         yield Problem("space", f"the grid has more than {GRID_LIMIT} points; narrow it or use a sampler")
         return
@@ -178,33 +159,32 @@ def _grid(spec: StudySpec) -> Iterable[Problem]:
                     yield Problem(f"trial.{key}", f"{msg} (at grid point {combo})")
 
 
-# (sections read, check(spec, removed space parameters))
-CHECKS: tuple[tuple[set[str], Callable[[StudySpec, frozenset[str]], Iterable[Problem]]], ...] = (
-    ({"kind", "benchmark", "space", "search", "scheduler"}, _kind),
-    ({"kind", "objectives"}, _objectives),
-    ({"scheduler", "objectives"}, _scheduler_objectives),
-    ({"scheduler", "trial", "space"}, _scheduler_epochs),
-    ({"kind", "search", "space", "objectives"}, _search),
-    ({"kind", "resources", "trial", "benchmark"}, _resources),
-    (
-        {"kind", "arms", "reference", "final", "match", "objectives", "space", "trial", "search"},
-        lambda spec, removed: comparison_problems(spec, removed, check_study),
-    ),
+Check = Callable[[StudySpec, frozenset[str]], Iterable[Problem]]
+
+# The rules of every study: (sections read, check(spec, removed space parameters)).
+CHECKS: tuple[tuple[frozenset[str], Check], ...] = (
+    (frozenset({"kind", "objectives"}), _objectives),
+    (frozenset({"scheduler", "objectives"}), _scheduler_objectives),
+    (frozenset({"scheduler", "trial", "space"}), _scheduler_epochs),
+    (frozenset({"kind", "search", "space", "objectives"}), _seeds),
+    (frozenset({"kind", "resources", "trial", "benchmark"}), _resources),
 )
 
 
 def check_study(spec: StudySpec, skip: Iterable[str] = (), removed: Iterable[str] = ()) -> list[Problem]:
-    """Every cross-field problem, skipping checks that read a section listed in `skip`.
+    """Every cross-field problem, skipping checks that read a section listed in `skip`: the rules
+    of every study, then its kind's (`StudyRules`).
 
     `removed`: space parameters already rejected (left out of `spec.space`).
     """
     skip, removed = set(skip), frozenset(removed)
+    rules = STUDY_RULES[spec.kind]
     problems: list[Problem] = []
-    for needs, check in CHECKS:
+    for needs, check in (*CHECKS, *rules.checks):
         if not needs & skip:
             problems += check(spec, removed)
     if "space" not in skip:
         problems += space_problems(spec, removed, with_trial=not skip & {"kind", "trial"})
     if not problems and not skip and not removed:
-        problems += _grid(spec)
+        problems += rules.grid_checks(spec)
     return problems

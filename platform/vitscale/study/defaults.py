@@ -8,13 +8,14 @@ and data sets its space names), exactly as `run_trial` resolves it and MLflow lo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from vitscale.kinds import study_kind
 from vitscale.study import space as _space
 from vitscale.study.comparison import arm_list
 from vitscale.study.distributions import Param
 from vitscale.study.errors import SpecError
+from vitscale.study.kinds import STUDY_RULES
 from vitscale.study.paths import flatten_section
 from vitscale.study.resolve import run_params, run_trial
 from vitscale.study.spec import StudySpec
@@ -25,20 +26,30 @@ from vitscale.tracking import layout
 DECIDING_KEYS = ("model.mixer", "model.regime", "data.dataset")
 
 
-def variants(spec: StudySpec) -> list[dict[str, Any]]:
-    """The combinations of DECIDING_KEYS values the study's trials take: a comparison's arms, else
-    the finite values its space gives those keys (the base trial's where the space has none)."""
-    if study_kind(spec.kind).phased:
-        return [{k: v for k, v in arm.items() if k in DECIDING_KEYS} for arm in arm_list(spec)]
+def run_defaults(spec: StudySpec) -> list[tuple[list[str], dict[str, Any]]]:
+    """(variant names, {dotted key: value as run}) for every value the base trial leaves null, the
+    space does not search and a trial runs with set, over the variants the study's kind reaches
+    (`StudyRules.run_defaults`; a benchmark's configurations set everything)."""
+    return STUDY_RULES[spec.kind].run_defaults(spec)
+
+
+def space_variants(spec: StudySpec) -> list[dict[str, Any]]:
+    """The combinations of DECIDING_KEYS values the study's trials take: the finite values its
+    space gives those keys (the base trial's where the space has none)."""
     keys = [k for k in DECIDING_KEYS if k in spec.space and spec.space[k].is_finite]
     return _space.expand(spec.space, spec.trial, Param.values, keys=keys) if keys else [{}]
 
 
-def run_defaults(spec: StudySpec) -> list[tuple[list[str], dict[str, Any]]]:
-    """(variant names, {dotted key: value as run}) for every value the base trial leaves null, the
-    space does not search and a trial runs with set; variants that resolve alike share a row (['attention · looped', 'attention · ode'])."""
-    if not study_kind(spec.kind).trains:  # a benchmark's configurations set everything
-        return []
+def arm_variants(spec: StudySpec) -> list[dict[str, Any]]:
+    """A comparison's arms, by their DECIDING_KEYS values."""
+    return [{k: v for k, v in arm.items() if k in DECIDING_KEYS} for arm in arm_list(spec)]
+
+
+def defaults_over(
+    spec: StudySpec, variants: Callable[[StudySpec], list[dict[str, Any]]]
+) -> list[tuple[list[str], dict[str, Any]]]:
+    """`run_defaults` over the points `variants(spec)` gives; variants that resolve alike share a
+    row (['attention · looped', 'attention · ode'])."""
     searched = tuple(spec.space)  # the points set these (a coupled key: its whole section)
     unset = {
         k

@@ -18,10 +18,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from vitscale.dotted import set_in
-from vitscale.kinds import study_kind
 from vitscale.study import space as _space
 from vitscale.study.distributions import Param
 from vitscale.study.errors import SpecError
+from vitscale.study.kinds import STUDY_RULES
 from vitscale.study.paths import flatten_section, lookup
 from vitscale.study.spec import StudySpec
 from vitscale.study.yamlio import dump
@@ -31,16 +31,25 @@ from vitscale.validation import error_lines
 
 
 def grid_points(spec: StudySpec) -> list[dict[str, Any]]:
-    """Every point of a grid study, without seeds, first space key varying slowest.
+    """Every point of a grid study, without seeds: its kind's (`StudyRules.points`): the space's
+    points (`space_points`), or a benchmark study's configurations (`benchmark_points`)."""
+    return STUDY_RULES[spec.kind].points(spec)
+
+
+def space_points(spec: StudySpec) -> list[dict[str, Any]]:
+    """Every point of a searched space, first space key varying slowest.
 
     A conditional parameter branches only where its `when:` holds, so {mixer: [attention,
     ssog]} with {num_gaussians: [2, 4], when mixer=ssog} gives 3 points, not 4. A study with an
-    empty space has one point, {}. A benchmark study's points are its configurations
-    ({mixer, regime, resolution, attention_backend}, see `BenchmarkConfig.configurations`).
+    empty space has one point, {}.
     """
-    if not study_kind(spec.kind).trains:
-        return spec.benchmark.configurations() if spec.benchmark else []
     return _space.expand(spec.space, spec.trial, Param.values)
+
+
+def benchmark_points(spec: StudySpec) -> list[dict[str, Any]]:
+    """A benchmark study's configurations ({mixer, regime, resolution, attention_backend}, see
+    `BenchmarkConfig.configurations`)."""
+    return spec.benchmark.configurations() if spec.benchmark else []
 
 
 def sample_point(spec: StudySpec, sampler: Callable[[str, Param], Any]) -> dict[str, Any]:
@@ -146,9 +155,9 @@ def spec_dict(spec: StudySpec) -> dict[str, Any]:
     data = spec.model_dump(mode="json", by_alias=True)
     data.pop("extends", None)
     data["trial"]["model"].pop("image_size", None)
-    if not study_kind(spec.kind).trains:
-        data.pop("trial")  # unused; a benchmark study may not set it
-    elif data.get("benchmark") is None:
+    for section in STUDY_RULES[spec.kind].unused_sections:
+        data.pop(section)  # a benchmark study's trial: unused, and it may not set it
+    if data.get("benchmark") is None:
         data.pop("benchmark")
     for key in ("arms", "reference", "final"):  # comparison only: other specs hash as before
         if data.get(key) is None:

@@ -21,7 +21,6 @@ from vitscale.train.config import TrialConfig
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 DEFAULT_NUM_SAMPLES = 16
-KindName = Literal[tuple(STUDY_KINDS)]  # the registered study kinds (vitscale.kinds), in registration order
 
 
 class _Section(BaseModel):
@@ -170,6 +169,11 @@ def _space_schema(schema: dict) -> None:
     }
 
 
+def _kind_schema(schema: dict[str, Any]) -> None:
+    """`kind`'s values in the JSON Schema: the registered study kinds, in registration order."""
+    schema["enum"] = list(STUDY_KINDS)
+
+
 class StudySpec(_Section):
     """A whole study: base trial, search space, search algorithm, objectives, where it runs."""
 
@@ -180,8 +184,10 @@ class StudySpec(_Section):
     extends: str | None = Field(
         None, description="another study file (relative to this one) to inherit; applied by the loader"
     )
-    kind: KindName = Field(
-        "train", description="comparison: tune every arm with the same budget, then re-run each best"
+    kind: str = Field(
+        "train",
+        description="comparison: tune every arm with the same budget, then re-run each best",
+        json_schema_extra=_kind_schema,
     )
     trial: TrialConfig = Field(default_factory=TrialConfig, description="the base of every trial")
     benchmark: BenchmarkConfig | None = Field(None, description="kind: benchmark only")
@@ -222,6 +228,17 @@ class StudySpec(_Section):
     )
     storage: str = Field("./ray_results", description="Ray results: a path, or a URI (s3://...) for clusters")
 
+    @field_validator("kind")
+    @classmethod
+    def _registered_kind(cls, kind: str) -> str:
+        """A registered study kind, read when the file is validated: a plugin's kind counts."""
+        if kind not in STUDY_KINDS:
+            *rest, last = (repr(name) for name in STUDY_KINDS)
+            raise ValueError(
+                f"Input should be {', '.join(rest)} or {last}" if rest else f"Input should be {last}"
+            )
+        return kind
+
     @field_validator("name")
     @classmethod
     def _check_name(cls, name: str) -> str:
@@ -233,9 +250,8 @@ class StudySpec(_Section):
 
     @model_validator(mode="after")
     def _fill_defaults(self) -> StudySpec:
-        kind = study_kind(self.kind)
         if self.objectives is None:
-            metric, mode = kind.default_objective
+            metric, mode = study_kind(self.kind).default_objective
             self.objectives = [Objective(metric=metric, mode=mode)]
         if self.tracking.experiment is None:
             self.tracking.experiment = self.name
@@ -243,7 +259,7 @@ class StudySpec(_Section):
             self.search.seeds = [self.trial_settings.seed]
         if self.search.num_samples is None and self.search.algorithm != "grid":
             self.search.num_samples = DEFAULT_NUM_SAMPLES
-        if kind.phased and self.search.fidelity and self.search.confirm is None and not self.tuned_from:
+        if self.search.fidelity and self.search.confirm is None and not self.tuned_from:
             self.search.confirm = ConfirmConfig()  # low-fidelity tuning is confirmed at full fidelity
         if self.scheduler.max_t is None and self.scheduler.type in ("asha", "hyperband"):
             self.scheduler.max_t = max_epochs(self)

@@ -30,10 +30,11 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from vitscale.kinds import study_kind
+from vitscale.kinds.table import KindTable
 from vitscale.tracking import layout, store
 
 _REFUSED = re.compile(r"[^A-Za-z0-9_\-. /:]+")  # what MLflow accepts in a metric name, negated
@@ -55,8 +56,9 @@ def test_metric(objective: str) -> str | None:
 
 
 def study_params(spec: Any, planned: int) -> dict[str, str]:
-    """The study's definition as the parent run's params (see the module docstring)."""
-    search, kind = spec.search, study_kind(spec.kind)
+    """The study's definition as the parent run's params (see the module docstring): those of
+    every study, then its kind's (`ParentRun.params`)."""
+    search = spec.search
     params = {
         "study.kind": spec.kind,
         "search.algorithm": search.algorithm,
@@ -66,20 +68,35 @@ def study_params(spec: Any, planned: int) -> dict[str, str]:
         "objectives": ",".join(f"{o.metric}:{o.mode}" for o in spec.objectives),
         "budget.trials": planned,
     }
-    if search.algorithm != "grid" and kind.trains:
-        params["search.num_samples"] = search.num_samples
-        params["search.sampler_seed"] = search.sampler_seed
     if spec.space:
         params["space"] = ",".join(spec.space)
-    if kind.phased:
-        keys = list(spec.arms or {})
-        values = [spec.arms[k] for k in keys]
-        params["arms"] = ", ".join(
-            layout.arm_display(layout.arm_key(dict(zip(keys, combo, strict=True))))
-            for combo in itertools.product(*values)
-        )
-        params["final.seeds"] = ",".join(map(str, spec.final.seeds if spec.final else []))
+    params.update(PARENT_RUNS[spec.kind].params(spec))
     return {k: str(v) for k, v in params.items()}
+
+
+def sampler_params(spec: Any) -> dict[str, Any]:
+    """A sampled search: how many points, from which seed."""
+    search = spec.search
+    if search.algorithm == "grid":
+        return {}
+    return {"search.num_samples": search.num_samples, "search.sampler_seed": search.sampler_seed}
+
+
+def arm_params(spec: Any) -> dict[str, Any]:
+    """A comparison: its sampler's params, its arms by display name and its final seeds."""
+    keys = list(spec.arms or {})
+    values = [spec.arms[k] for k in keys]
+    arms = ", ".join(
+        layout.arm_display(layout.arm_key(dict(zip(keys, combo, strict=True))))
+        for combo in itertools.product(*values)
+    )
+    final = ",".join(map(str, spec.final.seeds if spec.final else []))
+    return {**sampler_params(spec), "arms": arms, "final.seeds": final}
+
+
+def nothing(*_: Any) -> dict:
+    """A kind whose parent run records only what every study's does (a benchmark: no ranking)."""
+    return {}
 
 
 def log_study_params(client, run_id: str, params: Mapping[str, str]) -> None:
@@ -160,50 +177,80 @@ def counts(runs: list, planned: int) -> dict[str, float]:
 
 
 def summary_metrics(runs: list, *, kind: str, objective: str, mode: str, planned: int) -> dict[str, float]:
-    """The parent's metrics from its child runs (see the module docstring); `kind` names a study kind."""
-    out = counts(runs, planned)
-    phased = study_kind(kind).phased  # a comparison: its arms from their final runs
-    if not study_kind(kind).trains:  # nothing to rank: a benchmark's fronts are per resolution
-        return out
+    """The parent's metrics from its child runs (see the module docstring): the counts, then its
+    kind's (`ParentRun.metrics`); `kind` names a study kind."""
+    return {**counts(runs, planned), **PARENT_RUNS[kind].metrics(runs, objective, mode)}
+
+
+def _wanted(objective: str) -> tuple[list[str], str | None]:
     test = test_metric(objective)
-    wanted = [objective] + ([test] if test else [])
+    return [objective] + ([test] if test else []), test
+
+
+def best_metrics(runs: list, objective: str, mode: str) -> dict[str, float]:
+    """A train study: the best configuration overall, and each arm's (mixer x regime, where there
+    are several) from its best configuration."""
+    wanted, test = _wanted(objective)
     complete = [r for r in runs if _complete(r)]
     by_arm: dict[str, list] = {}
-    if phased:
-        final = [r for r in complete if r.data.tags.get(layout.PHASE) == "final"]
-        for run in final:
-            by_arm.setdefault(run.data.tags.get(layout.ARM, ""), []).append(run)
-        arm_bests = {
-            arm: _best(_seed_means(members, wanted), objective, mode) for arm, members in by_arm.items()
-        }
-        tuning: dict[str, list] = {}
-        for run in complete:
-            if run.data.tags.get(layout.PHASE) == "tune":
-                tuning.setdefault(run.data.tags.get(layout.ARM, ""), []).append(run)
-        for arm, members in tuning.items():
-            best = _best(_seed_means(members, [objective]), objective, mode)
-            if best is not None:
-                out[f"arm/{arm_metric_label(arm)}/tuning_{objective}"] = best[2][objective]
-    else:
-        for run in complete:
-            by_arm.setdefault(layout.train_arm(run.data.params), []).append(run)
-        arm_bests = {
-            arm: _best(_seed_means(members, wanted), objective, mode) for arm, members in by_arm.items()
-        }
-        if len(arm_bests) < 2:
-            arm_bests = {}  # one arm: `best_*` says it all
-        overall = _best(_seed_means(complete, wanted), objective, mode)
-        if overall is not None:
-            out.update(_best_metrics(overall, objective, test))
+    for run in complete:
+        by_arm.setdefault(layout.train_arm(run.data.params), []).append(run)
+    arm_bests = {arm: _best(_seed_means(members, wanted), objective, mode) for arm, members in by_arm.items()}
+    if len(arm_bests) < 2:
+        arm_bests = {}  # one arm: `best_*` says it all
+    out: dict[str, float] = {}
+    overall = _best(_seed_means(complete, wanted), objective, mode)
+    if overall is not None:
+        out.update(_best_metrics(overall, objective, test))
     for arm, best in arm_bests.items():
         if best is not None:
             out.update(_arm_metrics(arm, best, objective, test))
-    if phased:
-        scored = [b for b in arm_bests.values() if b is not None]
-        overall = _best(scored, objective, mode)
-        if overall is not None:
-            out.update(_best_metrics(overall, objective, test))
     return out
+
+
+def final_arm_metrics(runs: list, objective: str, mode: str) -> dict[str, float]:
+    """A comparison: each arm from its final runs, its tuned configuration's seed mean in tuning,
+    and the best arm by its final runs."""
+    wanted, test = _wanted(objective)
+    complete = [r for r in runs if _complete(r)]
+    out: dict[str, float] = {}
+    by_arm: dict[str, list] = {}
+    for run in complete:
+        if run.data.tags.get(layout.PHASE) == "final":
+            by_arm.setdefault(run.data.tags.get(layout.ARM, ""), []).append(run)
+    arm_bests = {arm: _best(_seed_means(members, wanted), objective, mode) for arm, members in by_arm.items()}
+    tuning: dict[str, list] = {}
+    for run in complete:
+        if run.data.tags.get(layout.PHASE) == "tune":
+            tuning.setdefault(run.data.tags.get(layout.ARM, ""), []).append(run)
+    for arm, members in tuning.items():
+        best = _best(_seed_means(members, [objective]), objective, mode)
+        if best is not None:
+            out[f"arm/{arm_metric_label(arm)}/tuning_{objective}"] = best[2][objective]
+    for arm, best in arm_bests.items():
+        if best is not None:
+            out.update(_arm_metrics(arm, best, objective, test))
+    overall = _best([b for b in arm_bests.values() if b is not None], objective, mode)
+    if overall is not None:
+        out.update(_best_metrics(overall, objective, test))
+    return out
+
+
+@dataclass(frozen=True)
+class ParentRun:
+    """What a study kind's parent run records beyond every study's params and counts."""
+
+    params: Callable[[Any], dict[str, Any]]  # spec -> more params
+    metrics: Callable[[list, str, str], dict[str, float]]  # (child runs, objective, mode) -> more metrics
+
+
+PARENT_RUNS: KindTable[ParentRun] = KindTable(
+    "parent-run summary (vitscale.tracking.parent_summary.ParentRun)",
+    "vitscale.tracking.parent_summary.PARENT_RUNS.register(name, ParentRun(...))",
+)
+PARENT_RUNS.register("train", ParentRun(params=sampler_params, metrics=best_metrics))
+PARENT_RUNS.register("benchmark", ParentRun(params=nothing, metrics=nothing))  # fronts per resolution
+PARENT_RUNS.register("comparison", ParentRun(params=arm_params, metrics=final_arm_metrics))
 
 
 def log_summary(client, experiment_id: str, parent_run_id: str, spec: Any) -> dict[str, float]:

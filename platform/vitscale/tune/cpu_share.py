@@ -21,24 +21,34 @@ from collections.abc import Iterable, Mapping
 
 from vitscale.bench.placement import trial_resources
 from vitscale.errors import UserError
-from vitscale.kinds import study_kind
 from vitscale.study import count_trials
+from vitscale.tune.kinds import TUNE_KINDS
 
 THREADS = "train.threads"
+BENCH_THREADS = "benchmark.threads"
 
 
 def threads_per_trial(spec) -> int:
-    """The most threads one trial of `spec` runs with: `train.threads` (the base trial, a searched
-    or an arm's value) or a benchmark's `benchmark.threads`; unset, its CPUs (at least 1)."""
+    """The most threads one trial of `spec` runs with, as its kind sets them (`TuneKind.threads`)."""
+    return TUNE_KINDS[spec.kind].threads(spec)[1]
+
+
+def trial_threads(spec) -> tuple[str, int]:
+    """A trial that trains: `train.threads` (the base trial, a searched or an arm's value); unset,
+    its CPUs (at least 1)."""
     share = max(1, int(spec.resources.cpu))
-    if not study_kind(spec.kind).trains:
-        return (spec.benchmark.threads if spec.benchmark else None) or share
     chosen = [spec.trial.train.threads or share]
     param = spec.space.get(THREADS)
     if param is not None:
         chosen += list(param.values()) if param.is_finite else [int(param.bounds()[1])]
     chosen += [value for value in (spec.arms or {}).get(THREADS, []) if value]
-    return max(int(value) for value in chosen)
+    return THREADS, max(int(value) for value in chosen)
+
+
+def benchmark_threads(spec) -> tuple[str, int]:
+    """A benchmark's configurations: `benchmark.threads`; unset, its CPUs (at least 1)."""
+    share = max(1, int(spec.resources.cpu))
+    return BENCH_THREADS, (spec.benchmark.threads if spec.benchmark else None) or share
 
 
 def trials_at_once(spec, node: Mapping[str, float]) -> float:
@@ -86,7 +96,7 @@ def _explain(spec, threads: int, at_once: float, cpus: float, ray_cpus: float) -
             f"or less (the default: the cores), {cap}"
         )
     if threads > share:
-        key = THREADS if study_kind(spec.kind).trains else "benchmark.threads"
+        key = TUNE_KINDS[spec.kind].threads(spec)[0]
         return (
             f"{key}: {threads} threads per trial x {many} trials at once (resources.cpu {cpu:g} on a "
             f"{cpus:g}-CPU node) is {crowded}; set {key} at most resources.cpu (or leave it unset: "

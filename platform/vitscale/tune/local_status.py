@@ -18,11 +18,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from vitscale.errors import UserError
-from vitscale.kinds import study_kind
 from vitscale.study import StudySpec, count_trials
 from vitscale.study.comparison import arm_list
 from vitscale.tracking import layout, store
 from vitscale.tune import storage as storage_mod
+from vitscale.tune.kinds import TUNE_KINDS
 from vitscale.tune.progress import Snapshot, eta_s
 from vitscale.tune.summary import best_by_seed_mean, child_runs, trial_row
 
@@ -103,18 +103,19 @@ def _client(uri: str, root: Path):
 def _snapshot(spec, parent, runs, directory: Path) -> Snapshot:
     trials = [trial_row(run) for run in runs]
     statuses = [t.status for t in trials]
-    objective, trains = spec.objectives[0], study_kind(spec.kind).trains
-    best = best_by_seed_mean(trials, [(objective.metric, objective.mode)], spec) if trains else {}
+    kind = TUNE_KINDS[spec.kind]
+    ranked = kind.best_of(spec)  # a benchmark: fronts per resolution, not one best
+    best = best_by_seed_mean(trials, [ranked], spec) if ranked else {}
     planned = parent.data.tags.get(layout.PLANNED_TRIALS, "")
     planned = int(planned) if planned.isascii() and planned.isdigit() else count_trials(spec)
     snapshot = Snapshot(
         study=spec.name,
-        phase=_phase(spec, runs),
+        phase=kind.status_phase(spec, runs),
         done=statuses.count("FINISHED"),
         running=statuses.count("RUNNING"),
         failed=statuses.count("FAILED"),
         planned=planned,
-        objective=objective.metric if trains else "",  # a benchmark: fronts per resolution, not one best
+        objective=ranked[0] if ranked else "",
         best=next(iter(best.values()), [None])[0],
         updated_s=time.time() - _last_change(parent, runs, directory),
         show_eta=parent.info.status == "RUNNING",
@@ -135,11 +136,14 @@ def _ended(run) -> bool:
     return run.data.tags.get(layout.STATUS) in ENDED and bool(run.info.end_time and run.info.start_time)
 
 
-def _phase(spec, runs) -> str:
+def no_phase(spec, runs) -> str:
+    """A study that is one Tune experiment has no phase to show."""
+    return ""
+
+
+def arm_phase(spec, runs) -> str:
     """A comparison's phase now: `tune arm 2/4 ssog · ode`, `confirm arm 2/4 ssog · ode` or
     `final`, from its running trials."""
-    if not study_kind(spec.kind).phased:
-        return ""
     running = [r.data.tags for r in runs if r.data.tags.get(layout.STATUS) == "RUNNING"]
     if any(t.get(layout.PHASE) == "final" for t in running):
         return "final"

@@ -33,12 +33,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from vitscale.errors import UserError
-from vitscale.kinds import study_kind
 from vitscale.sqlite_files import check_sqlite
 from vitscale.study import StudySpec
 from vitscale.study.comparison import arm_list
 from vitscale.study.distributions import label
 from vitscale.tracking import layout
+from vitscale.tune.kinds import TUNE_KINDS
 from vitscale.tune.storage import LATEST_FILE, STATE_FILE, read_state
 
 DB_FILE = "optuna.db"
@@ -51,7 +51,18 @@ def study_name(study: str, arm: Mapping[str, Any] | None = None) -> str:
 
 
 def uses_optuna(spec) -> bool:
-    return study_kind(spec.kind).searches and spec.search.algorithm != "grid"
+    """Whether this execution has an Optuna study of its own, as its kind says (`TuneKind.uses_optuna`)."""
+    return TUNE_KINDS[spec.kind].uses_optuna(spec)
+
+
+def samples_space(spec) -> bool:
+    """A study that searches its own space does with Optuna unless it is a grid."""
+    return spec.search.algorithm != "grid"
+
+
+def no_optuna_study(spec) -> bool:
+    """A benchmark sweeps a grid; a comparison's arms each keep theirs in their phase folder."""
+    return False
 
 
 def _newest_execution(spec, directory: Path) -> Path | None:
@@ -220,7 +231,7 @@ def _arms(state: dict) -> list[dict]:
         spec = StudySpec.model_validate(state.get("spec") or {})
     except ValidationError:
         return []
-    return arm_list(spec) if study_kind(spec.kind).phased else []
+    return arm_list(spec) if spec.arms else []
 
 
 def pick_arm(studies: list[DashboardStudy], wanted: str) -> DashboardStudy | None:

@@ -20,7 +20,7 @@ from ray import tune
 
 from vitscale import storage_errors
 from vitscale.errors import UserError
-from vitscale.kinds import study_kind
+from vitscale.kinds import check_complete
 from vitscale.study import StudySpec, count_trials, dump_spec, load_study, spec_hash
 from vitscale.tracking import parent_summary, queued, store
 from vitscale.train.from_mlflow import resolve_spec_teachers
@@ -35,7 +35,8 @@ from vitscale.tune import (
     state_digest,
 )
 from vitscale.tune import storage as storage_mod
-from vitscale.tune.comparison import borrowed_state, run_comparison, save_state
+from vitscale.tune.comparison import borrowed_state, save_state
+from vitscale.tune.kinds import TUNE_KINDS
 from vitscale.tune.storage import LATEST_FILE, STATE_FILE
 from vitscale.tune.summary import close_completed, close_orphans, summarise
 from vitscale.tune.tuner import build_tuner, trainable_for
@@ -126,6 +127,7 @@ def run_study(
     """Run every trial of `spec`; return the study's summary (see `tune.summary`). `source`: the
     study file as the user named it (MLflow's Source column). `continue_search`: sample
     `search.num_samples` more points in the newest execution's Optuna study (see tune.optuna_study)."""
+    check_complete(spec.kind)  # a kind some layer cannot run fails here, in one line, not mid-study
     # Absolute in the execution record: resuming by folder from another directory finds the same store.
     uri = storage_mod.absolute_sqlite(store.resolve_tracking_uri(tracking_uri, spec.tracking.uri))
     store.check_tracking_uri(uri)
@@ -168,9 +170,24 @@ def run_study(
     optuna_storage = storage_mod.absolute_sqlite(optuna_study.storage_for(spec, directory, continue_search))
     execution = StudyExecution(directory, spec, uri, experiment_id, parent_run_id, optuna_storage, source)
     execution.save()
-    if study_kind(spec.kind).phased:
-        return run_comparison(execution, verbose=verbose)
-    tuner = build_tuner(execution, verbose=verbose)
+    return TUNE_KINDS[spec.kind].run(execution, verbose)
+
+
+def run_experiment(execution: StudyExecution, verbose: int = 1):
+    """A study that is one Tune experiment (train, benchmark): its tuner, fitted and summarised."""
+    return _fit_and_summarise(build_tuner(execution, verbose=verbose), execution)
+
+
+def resume_experiment(execution: StudyExecution, verbose: int = 1):
+    """Continue a study that is one Tune experiment from the state in its folder."""
+    snapshot_period.apply(count_trials(execution.spec))
+    tuner = tune.Tuner.restore(
+        str(execution.directory),
+        trainable=trainable_for(execution.spec),
+        resume_unfinished=True,
+        resume_errored=True,
+        storage_filesystem=signed_storage.filesystem(),  # verified as read, signed as written
+    )
     return _fit_and_summarise(tuner, execution)
 
 
@@ -208,6 +225,7 @@ def resume_study(
     """Continue an execution whose driver died: finish exactly its planned trials."""
     directory = locate_execution(target, storage)
     execution = StudyExecution.load(directory)
+    check_complete(execution.spec.kind)
     state_digest.verify_folder(directory)  # before Tune unpickles anything in it
     store.check_tracking_uri(execution.tracking_uri)
     optuna_study.check_resumable(directory, execution.optuna_storage, execution.spec.name)
@@ -221,18 +239,7 @@ def resume_study(
     jobs.tag_parent_run(client, execution.parent_run_id)
     params = parent_summary.study_params(execution.spec, count_trials(execution.spec))
     parent_summary.log_study_params(client, execution.parent_run_id, params)
-    if study_kind(execution.spec.kind).phased:
-        summary = run_comparison(execution, verbose=verbose)  # skips the phases already done
-    else:
-        snapshot_period.apply(count_trials(execution.spec))
-        tuner = tune.Tuner.restore(
-            str(directory),
-            trainable=trainable_for(execution.spec),
-            resume_unfinished=True,
-            resume_errored=True,
-            storage_filesystem=signed_storage.filesystem(),  # verified as read, signed as written
-        )
-        summary = _fit_and_summarise(tuner, execution)
+    summary = TUNE_KINDS[execution.spec.kind].resume(execution, verbose)
     # Nothing was left to run: the parent keeps the end time of the execution that finished it.
     parent_summary.keep_end_time(client, execution.experiment_id, execution.parent_run_id, finished_at)
     return summary

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from vitscale.kinds import study_kind
 from vitscale.tracking import layout, store
 from vitscale.tracking.seed_mean import ConfigMean, Replicate, best_per_resolution, config_label, seed_means
 from vitscale.tracking.tune_callback import completion_tags, result_metrics
+from vitscale.tune.kinds import TUNE_KINDS
 
 RESOLUTION_PARAMS = ("data.resolution", "model.image_size")  # trials, benchmark configurations
 SEED_PARAMS = ("train.seed", "bench.seed")
@@ -46,6 +46,7 @@ class StudySummary:
     tracking: str = ""  # how the MLflow writes went (delayed by an outage, none lost), tracking.queue
     directory: str = ""  # the execution folder: Tune's state, the Optuna DB, vitscale-study.json
     kind: str = "train"
+    arms: list[dict] | None = None  # a study run in arms (tune.comparison): each arm's choice and runs
 
     @property
     def counts(self) -> dict[str, int]:
@@ -135,15 +136,17 @@ def trial_row(run) -> TrialRow:
 
 def best_by_seed_mean(trials: list[TrialRow], objectives: list[tuple[str, str]], spec) -> dict:
     """resolution -> the best configuration by seed mean (one objective) or the Pareto set of seed
-    means (several). Only runs that finished every epoch count; a comparison counts its final
-    runs, named by arm. One objective of a train study: one entry (key None); otherwise one per
-    resolution, so a front never mixes 32 px with 64 px configurations."""
-    kind = study_kind(spec.kind)
-    rows = [t for t in trials if t.status == "FINISHED" and not t.stopped_early]
-    if kind.phased:
-        rows = [t for t in rows if t.phase == "final"]
-    split = len(objectives) > 1 or not kind.trains  # a benchmark's configurations rank per resolution
-    keys = label_keys(rows, spec, drop=RESOLUTION_PARAMS if split else ())
+    means (several), as the study's kind ranks them (`TuneKind.best`). Only runs that finished
+    every epoch count."""
+    return TUNE_KINDS[spec.kind].best(trials, objectives, spec)
+
+
+def _complete(trials: list[TrialRow]) -> list[TrialRow]:
+    return [t for t in trials if t.status == "FINISHED" and not t.stopped_early]
+
+
+def _ranked(rows: list[TrialRow], objectives, keys: list[str], split: bool) -> dict:
+    """Seed means of `rows` named by `keys`, best per resolution where `split` (else key None)."""
     replicates = [
         Replicate(
             key=t.config_key or t.name,
@@ -156,15 +159,39 @@ def best_by_seed_mean(trials: list[TrialRow], objectives: list[tuple[str, str]],
     return best_per_resolution(seed_means(replicates), objectives)
 
 
-def label_keys(rows: list[TrialRow], spec, drop=()) -> list[str]:
-    """The params that name a configuration: the arms of a comparison, the searched keys of a
-    train study, else (benchmarks) every param that differs between configurations while
-    constant across each one's seeds."""
-    kind = study_kind(spec.kind)
-    if kind.phased:
-        return list(spec.arms)
-    if kind.searches and spec.space:
-        return list(spec.space)
+def searched_best(trials: list[TrialRow], objectives: list[tuple[str, str]], spec) -> dict:
+    """A train study: configurations named by its searched keys; one objective gives one entry
+    (key None), several one front per resolution, so a front never mixes 32 px with 64 px."""
+    rows, split = _complete(trials), len(objectives) > 1
+    keys = list(spec.space) if spec.space else label_keys(rows, drop=RESOLUTION_PARAMS if split else ())
+    return _ranked(rows, objectives, keys, split)
+
+
+def configuration_best(trials: list[TrialRow], objectives: list[tuple[str, str]], spec) -> dict:
+    """A benchmark: its configurations rank per resolution, named by what differs between them."""
+    rows = _complete(trials)
+    return _ranked(rows, objectives, label_keys(rows, drop=RESOLUTION_PARAMS), True)
+
+
+def final_arm_best(trials: list[TrialRow], objectives: list[tuple[str, str]], spec) -> dict:
+    """A comparison: its final runs only (fresh seeds, full fidelity), named by arm."""
+    rows, split = [t for t in _complete(trials) if t.phase == "final"], len(objectives) > 1
+    return _ranked(rows, objectives, list(spec.arms), split)
+
+
+def first_objective(spec) -> tuple[str, str]:
+    """The objective a study's progress line and status rank by."""
+    return spec.objectives[0].metric, spec.objectives[0].mode
+
+
+def no_best(spec) -> None:
+    """A benchmark: its configurations compare only within a resolution, no one best."""
+    return None
+
+
+def label_keys(rows: list[TrialRow], drop=()) -> list[str]:
+    """The params that name a configuration where no searched key does: every param that differs
+    between configurations while constant across each one's seeds."""
     groups: dict[str, list[dict]] = {}
     for row in rows:
         groups.setdefault(row.config_key or row.name, []).append(row.params)

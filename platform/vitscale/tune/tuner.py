@@ -1,4 +1,5 @@
-"""Spec -> `tune.Tuner`: search (grid or an Optuna sampler), scheduler, resources, storage."""
+"""Spec -> `tune.Tuner`: search (grid or an Optuna sampler), scheduler, resources, storage; the
+trial function, its description and the search are the study kind's (`tune.kinds.TuneKind`)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,6 @@ from ray import tune
 from ray.tune.search.optuna import OptunaSearch
 
 from vitscale.bench.placement import trial_resources
-from vitscale.bench.trial import bench_trial, describe_bench_trial
-from vitscale.kinds import study_kind
 from vitscale.study import (
     config_key,
     count_trials,
@@ -24,29 +23,31 @@ from vitscale.tracking.tune_callback import MlflowStudyCallback, TrialDescriptio
 from vitscale.tracking.wandb import wandb_callbacks
 from vitscale.tune import optuna_study, signed_storage, snapshot_period
 from vitscale.tune.arm_asha import scheduler_for
+from vitscale.tune.kinds import TUNE_KINDS
 from vitscale.tune.progress import ProgressCallback
 from vitscale.tune.replicates import ReplicatedSearcher
 from vitscale.tune.samplers import SAMPLERS
-from vitscale.tune.trainable import train_trial
 
 CHECKPOINTS_KEPT = 4  # per trial; see RunConfig below
 BENCH_COLUMNS = ["mixer", "regime", "resolution", "attention_backend"]  # a benchmark point's keys
 
 
 def trainable_for(spec):
-    """The trial function with its resources; benchmark studies time models instead of training."""
-    function = train_trial if study_kind(spec.kind).trains else bench_trial
+    """The kind's trial function (`TuneKind.trial`) with its resources."""
     resources = trial_resources(spec)  # a CPU benchmark timing reserves its whole node
-    return tune.with_resources(tune.with_parameters(function, spec=spec), resources)
+    return tune.with_resources(tune.with_parameters(TUNE_KINDS[spec.kind].trial, spec=spec), resources)
 
 
 def describe_trial(config: dict, spec) -> TrialDescription:
-    """Name, params and replicate group of a trial, for its MLflow child run: the trial as the
-    trainable runs it (`run_trial`), the active sections only (`run_params`). The replicate key
-    hashes the trial as resolved before (threads and unused sections included), so runs of one
-    configuration logged before and after keep one group."""
-    if not study_kind(spec.kind).trains:
-        return describe_bench_trial(config, spec)
+    """Name, params and replicate group of a trial, for its MLflow child run, as its kind
+    describes it (`TuneKind.describe`)."""
+    return TUNE_KINDS[spec.kind].describe(config, spec)
+
+
+def describe_train_trial(config: dict, spec) -> TrialDescription:
+    """A trial that trains: the trial as the trainable runs it (`run_trial`), the active sections
+    only (`run_params`). The replicate key hashes the trial as resolved before (threads and unused
+    sections included), so runs of one configuration logged before and after keep one group."""
     point, seed = config["point"], config["seed"]
     sample = config.get("sample") if spec.search.algorithm != "grid" else None
     return TrialDescription(
@@ -70,13 +71,24 @@ def _scheduler(spec):
 
 
 def _search(spec, directory, storage_url: str = "", parent_run_id: str = "", optuna_name: str = ""):
-    """(search_alg, param_space, num_samples) for the spec's algorithm. Samplers use the Optuna
-    study `optuna_name` (default: the vitscale study's name; a comparison arm's is
-    `<study>/<arm>`) in `storage_url` (see `tune.optuna_study`)."""
-    if spec.search.algorithm == "grid" or not study_kind(spec.kind).trains:
-        points = grid_points(spec)
-        space = {"point": tune.grid_search(points), "seed": tune.grid_search(list(spec.search.seeds))}
-        return None, space, 1
+    """(search_alg, param_space, num_samples) as the study's kind searches (`TuneKind.search`)."""
+    return TUNE_KINDS[spec.kind].search(spec, directory, storage_url, parent_run_id, optuna_name)
+
+
+def every_point_search(
+    spec, directory=None, storage_url: str = "", parent_run_id: str = "", optuna_name: str = ""
+):
+    """Every grid point (a benchmark: every configuration) x every seed, once."""
+    points = grid_points(spec)
+    return None, {"point": tune.grid_search(points), "seed": tune.grid_search(list(spec.search.seeds))}, 1
+
+
+def space_search(spec, directory, storage_url: str = "", parent_run_id: str = "", optuna_name: str = ""):
+    """A searched space: its grid, or its sampler. Samplers use the Optuna study `optuna_name`
+    (default: the vitscale study's name; a comparison arm's is `<study>/<arm>`) in `storage_url`
+    (see `tune.optuna_study`)."""
+    if spec.search.algorithm == "grid":
+        return every_point_search(spec)
     metrics = [o.metric for o in spec.objectives]
     modes = [o.mode for o in spec.objectives]
     storage_url = storage_url or spec.search.optuna_storage or f"sqlite:///{directory / optuna_study.DB_FILE}"
@@ -105,16 +117,22 @@ def _reporter(spec) -> tune.CLIReporter:
     """Ray Tune's status table (`--verbose` only: the progress line says where a study stands),
     showing the objectives, at most every 15 s."""
     columns = {"epoch": "epoch", **{o.metric: o.metric for o in spec.objectives}}
-    if study_kind(spec.kind).searches:
-        names = list(spec.space)
-    else:  # a variant key as a column only where the sweep lists several values of it
-        names = [*BENCH_COLUMNS, *(spec.benchmark.varying() if spec.benchmark else ())]
-    parameters = {f"point/{name}": name.split(".")[-1] for name in names}
+    parameters = {f"point/{name}": name.split(".")[-1] for name in TUNE_KINDS[spec.kind].reported_keys(spec)}
     if len(spec.search.seeds) > 1:
         parameters["seed"] = "seed"
     return tune.CLIReporter(
         metric_columns=columns, parameter_columns=parameters, max_report_frequency=15, max_progress_rows=30
     )
+
+
+def space_keys(spec) -> list[str]:
+    """A searched study's status columns: its space's keys."""
+    return list(spec.space)
+
+
+def benchmark_keys(spec) -> list[str]:
+    """A benchmark's status columns: a variant key only where the sweep lists several values of it."""
+    return [*BENCH_COLUMNS, *(spec.benchmark.varying() if spec.benchmark else ())]
 
 
 def build_tuner(
@@ -139,10 +157,8 @@ def build_tuner(
         objectives=[(o.metric, o.mode) for o in spec.objectives],
         source=getattr(execution, "source", ""),
     )
-    objective, trains = spec.objectives[0], study_kind(spec.kind).trains
-    # A benchmark's configurations compare only within a resolution: no one "best" in its line.
-    best_of = (objective.metric, objective.mode) if trains else None
-    progress = progress or ProgressCallback(spec.name, count_trials(spec), best_of)
+    kind = TUNE_KINDS[spec.kind]
+    progress = progress or ProgressCallback(spec.name, count_trials(spec), kind.best_of(spec))
     snapshot_period.apply(count_trials(spec))  # Tune's experiment snapshot: rarer for larger studies
 
     return tune.Tuner(
@@ -154,8 +170,8 @@ def build_tuner(
             num_samples=num_samples,
             max_concurrent_trials=spec.search.max_concurrent_trials,
             # One worker runs trial after trial (imports and data loaded once; tune.worker_cache
-            # resets the rest). Benchmarks time and measure memory: they get a fresh process each.
-            reuse_actors=trains,
+            # resets the rest), unless the kind's trials need a fresh process each (`reuse_workers`).
+            reuse_actors=kind.reuse_workers,
             trial_name_creator=lambda trial: trial.trial_id,
             trial_dirname_creator=lambda trial: trial.trial_id,
         ),

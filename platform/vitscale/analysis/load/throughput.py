@@ -18,7 +18,6 @@ import pyarrow as pa
 from vitscale.analysis.load.fields import with_fields
 from vitscale.analysis.load.runs import load_study_runs, read_snapshot, write_snapshot
 from vitscale.errors import UserError
-from vitscale.kinds import study_kind
 
 FILE = "throughput.parquet"
 METRIC = "images_per_second"
@@ -68,8 +67,11 @@ def throughput_for(
             runs = load_study_runs(name, tracking_uri)
         except UserError as exc:
             return {}, f"throughput_from {name!r}: {exc}"
-        if study_kind(runs.kind).trains:  # images/s come from a study that measures, not trains
-            return {}, f"throughput_from {name!r} is a {runs.kind} study, not a benchmark"
+        if METRIC not in runs.metric_columns:  # images/s come from a study that measures them
+            return {}, (
+                f"throughput_from {name!r}: no run of this {runs.kind} study measured {METRIC}; "
+                "name a benchmark study that ran"
+            )
         write_snapshot(runs, path)
     else:
         path.unlink(missing_ok=True)

@@ -20,7 +20,6 @@ import pyarrow as pa
 from vitscale.analysis.load.outcomes import outcome_counts, scored
 from vitscale.analysis.statistics.aggregate import group_keys, mean_ci
 from vitscale.analysis.statistics.paired import by_seed
-from vitscale.kinds import study_kind
 from vitscale.models.registry import BASELINE, regime_order
 from vitscale.tracking.layout import parse_arm
 
@@ -44,11 +43,6 @@ class Arm:
     @property
     def lost(self) -> int:
         return self.counts["n_runs"] - self.counts["n_used"]
-
-
-def is_comparison(kind: str, table: pa.Table) -> bool:
-    """Arms from final runs: a phased kind, or a training study whose runs have a final phase."""
-    return study_kind(kind).phased or "final" in set(table.column("phase").to_pylist())
 
 
 def comparison_arms(table: pa.Table) -> list[Arm]:
@@ -115,10 +109,11 @@ def reference_of(arm: Arm, arms: list[Arm], reference: dict) -> Arm | None:
 
 
 def study_arms(
-    kind: str, table: pa.Table, params: list[str], context: dict, policy: str
+    from_final: bool, table: pa.Table, params: list[str], context: dict, policy: str
 ) -> tuple[list[Arm], dict]:
-    """(arms with statistics, the reference mapping used) for a `with_outcomes` training table."""
-    if is_comparison(kind, table):
+    """(arms with statistics, the reference mapping used) for a `with_outcomes` training table;
+    `from_final`: its arms are its final runs' (`AnalysisKind.arms_from_final`)."""
+    if from_final:
         arms = comparison_arms(table)
         reference = (context or {}).get("reference") or DEFAULT_REFERENCE
     else:
