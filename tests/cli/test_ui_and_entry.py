@@ -1,14 +1,16 @@
 """`vitscale ui` prints its URL once the server answers and without MLflow's deprecation
-warnings; `vitscale --version`; a study file's name (`tuned_quickstart`) reads as its study."""
+warnings, and every stop signal ends it with its server; `vitscale --version`; a study file's
+name (`tuned_quickstart`) reads as its study."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from cli_servers import free_port, serve_then_interrupt
+from cli_servers import free_port, port_closed, serve_then_interrupt, serve_then_signal
 
 from vitscale.cli.analyze_cmd import resolve_study
 from vitscale.cli.ui_cmd import SERVER_WARNING_FILTERS, server_env
@@ -40,6 +42,31 @@ def test_ui_prints_its_url_only_once_the_server_answers_and_no_deprecation_warni
     )
     assert "Warning" not in err, err[-3000:]
     assert "Traceback" not in err, err[-3000:]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_ui_stopped_by_a_signal_stops_its_server_and_every_child(tmp_path, number):
+    """`kill` (SIGTERM) or a closed terminal (SIGHUP) reach the CLI alone: the MLflow server runs
+    in a session of its own, so the CLI must stop it, workers included, before it exits."""
+    from mlflow import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    MlflowClient(tracking_uri=uri).search_experiments()  # the store exists
+    port = free_port()
+    after = serve_then_signal(
+        ["ui", "--tracking-uri", uri, "--port", str(port)],
+        tmp_path,
+        "MLflow UI on",
+        f"http://127.0.0.1:{port}/health",
+        number,
+    )
+    assert after.returncode == 128 + number, after.stderr[-3000:]
+    assert after.descendants  # the server ran as its child
+    assert after.left == []
+    assert port_closed(port)
+    assert "Traceback" not in after.stderr, after.stderr[-3000:]
 
 
 def test_version_prints_the_package_version():

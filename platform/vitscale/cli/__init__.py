@@ -41,7 +41,9 @@ def main(argv: list[str] | None = None) -> None:
     """Run the CLI. UserError and bad flags: one line, exit 2. Bugs keep their traceback."""
     openmp.wait_passively_here()  # before any command imports torch (see vitscale.openmp)
     try:
-        app(args=argv, standalone_mode=False)
+        # Without standalone mode Typer returns the code of a `typer.Exit` (and of Ctrl-C, 130)
+        # instead of exiting with it: pass it on, or a stopped command would exit 0.
+        code = app(args=argv, standalone_mode=False)
     except ABORTS:
         print("aborted", file=sys.stderr)
         sys.exit(130)
@@ -78,6 +80,8 @@ def main(argv: list[str] | None = None) -> None:
             file=sys.stderr,
         )
         sys.exit(2)
+    if isinstance(code, int) and code:
+        sys.exit(code)
 
 
 def _one_line(text: str) -> str:
