@@ -7,14 +7,18 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import optuna
 import pytest
 
 from vitscale.errors import UserError
 from vitscale.sqlite_files import check_sqlite
+from vitscale.study import load_study
 from vitscale.tracking.queue import WriteQueue
-from vitscale.tune.optuna_study import DB_FILE, check_resumable
+from vitscale.tune.optuna_study import DB_FILE, check_resumable, study_names
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _store(path, rows=2000):
@@ -69,17 +73,33 @@ def test_analyze_of_a_garbled_store_is_one_line_and_exit_2(tmp_path):
 
 
 def test_resume_refuses_an_emptied_or_garbled_optuna_db_in_one_line(tmp_path):
+    spec = load_study(REPO / "studies" / "ssog_search.yaml")  # a TPE study
     url = f"sqlite:///{tmp_path / DB_FILE}"
-    optuna.create_study(study_name="tpe-study", storage=url).optimize(lambda t: t.suggest_float("x", 0, 1), 2)
-    check_resumable(tmp_path, url, "tpe-study")  # as written: resumable
+    optuna.create_study(study_name=spec.name, storage=url).optimize(lambda t: t.suggest_float("x", 0, 1), 2)
+    check_resumable(tmp_path, url, spec)  # as written: resumable
     (tmp_path / DB_FILE).write_bytes(b"")  # emptied
-    with pytest.raises(UserError, match=r"holds no Optuna study 'tpe-study' \(emptied or replaced\?\)"):
-        check_resumable(tmp_path, url, "tpe-study")
+    with pytest.raises(UserError, match=r"holds no Optuna study 'ssog-search' \(emptied or replaced\?\)"):
+        check_resumable(tmp_path, url, spec)
     arm = tmp_path / "tune-0"
     arm.mkdir()
     _garble(_store(arm / DB_FILE))
+    comparison = load_study(REPO / "studies" / "tuned_quickstart.yaml")
     with pytest.raises(UserError, match=r"^optuna\.db: .*tune-0/optuna\.db is not a sound SQLite database"):
-        check_resumable(tmp_path, "", "comparison")  # a comparison arm's database
+        check_resumable(tmp_path, "", comparison)  # an arm's database, as executions kept them before
+
+
+def test_resume_of_a_comparison_needs_the_studies_of_the_arms_that_began_tuning(tmp_path):
+    """The arms share the execution's optuna.db: each arm whose tuning phase folder exists must
+    find its study there; arms not begun yet have none."""
+    comparison = load_study(REPO / "studies" / "tuned_quickstart.yaml")
+    url = f"sqlite:///{tmp_path / DB_FILE}"
+    first, second = study_names(comparison)[:2]
+    optuna.create_study(study_name=first, storage=url)
+    (tmp_path / "tune-0").mkdir()
+    check_resumable(tmp_path, url, comparison)  # arm 0 began, and its study is there
+    (tmp_path / "tune-1").mkdir()
+    with pytest.raises(UserError, match=f"holds no Optuna study '{second}'"):
+        check_resumable(tmp_path, url, comparison)
 
 
 @pytest.mark.parametrize("name", ["journal.jsonl", "ids.jsonl", "cursor.json"])

@@ -22,7 +22,20 @@ from vitscale.tracking.queued import QueuedClient
 ROOT = Path(__file__).resolve().parents[2] / "platform" / "vitscale"
 # Called only on a plain MlflowClient (store.client_for / from_mlflow._client), never on a queued one:
 # model registry reads (`--from-run models:/...`) and the analysis logging its folder back.
-PLAIN_CLIENT_ONLY = {"get_model_version", "get_model_version_by_alias", "log_artifacts"}
+PLAIN_CLIENT_ONLY = {
+    "get_model_version",
+    "get_model_version_by_alias",
+    "log_artifacts",
+    # The queue's sender logging a trial's MLflow Model (tracking.logged_model) and `--register`
+    # (tracking.model_registry): both hold a plain client.
+    "create_logged_model",
+    "search_logged_models",
+    "delete_logged_model",
+    "get_registered_model",
+    "create_registered_model",
+    "create_model_version",
+    "set_registered_model_alias",
+}
 # Sent to the server at once: a writer needs the experiment's id before its first queued run.
 EXPERIMENT_SETUP = {"create_experiment", "restore_experiment", "set_experiment_tag"}
 READ_PREFIXES = ("get_", "search_", "list_", "download_")

@@ -134,14 +134,15 @@ def parent_runs(tracking_uri: str, study: str) -> list:
 
 
 def arm_optuna_studies(execution: Path, arms: int) -> list[str]:
-    """The Optuna study name in each comparison arm's `tune-<i>/optuna.db`, checking each has its
-    metric names set (what optuna-dashboard labels the objective with)."""
+    """The Optuna studies of a comparison's arms, all in the execution's one `optuna.db` (in the
+    order the arms were tuned), checking each has its metric names set (what optuna-dashboard
+    labels the objective with) and that no arm kept a database of its own."""
     import optuna
 
-    names = []
-    for i in range(arms):
-        url = f"sqlite:///{execution / f'tune-{i}' / 'optuna.db'}"
-        (summary,) = optuna.get_all_study_summaries(url)
-        names.append(summary.study_name)
-        assert optuna.load_study(study_name=summary.study_name, storage=url).metric_names == ["val_top1"]
+    url = f"sqlite:///{execution / 'optuna.db'}"
+    names = [summary.study_name for summary in optuna.get_all_study_summaries(url)]
+    assert len(names) == arms, names
+    for name in names:
+        assert optuna.load_study(study_name=name, storage=url).metric_names == ["val_top1"]
+    assert not list(execution.glob("tune-*/optuna.db"))
     return names

@@ -147,9 +147,10 @@ def test_every_sampler_the_spec_accepts_is_registered_and_every_registered_one_a
     assert all(isinstance(make(0, 1), optuna.samplers.BaseSampler) for make in SAMPLERS.values())
 
 
-def _comparison_execution(root: Path) -> Path:
+def _comparison_execution(root: Path, shared: bool = False) -> Path:
     """An execution folder of tuned_quickstart as a run leaves it: its record, and one Optuna
-    study per arm in tune-<i>/optuna.db made by `prepare` under the arm's name (two arms here)."""
+    study per arm made by `prepare` under the arm's name (two arms here), in the execution's one
+    optuna.db (`shared`, as executions keep them now) or, as they did before, in tune-<i>/optuna.db."""
     from vitscale.study import load_study
     from vitscale.study.comparison import arm_list, arm_study
     from vitscale.tune.optuna_study import prepare, study_name
@@ -157,22 +158,42 @@ def _comparison_execution(root: Path) -> Path:
     spec = load_study(REPO / "studies" / "tuned_quickstart.yaml")
     folder = root / spec.name / "20260101-000000"
     folder.mkdir(parents=True)
-    (folder / STATE_FILE).write_text(json.dumps({"spec": spec.model_dump(mode="json"), "optuna_storage": ""}))
+    storage = f"sqlite:///{folder / DB_FILE}" if shared else ""
+    (folder / STATE_FILE).write_text(
+        json.dumps({"spec": spec.model_dump(mode="json"), "optuna_storage": storage})
+    )
     (root / spec.name / "latest").write_text(folder.name + "\n")
     for i, arm in enumerate(arm_list(spec)[:2]):
         (folder / f"tune-{i}").mkdir()
-        prepare(
-            arm_study(spec, arm), f"sqlite:///{folder / f'tune-{i}' / DB_FILE}", study_name(spec.name, arm)
-        )
+        url = storage or f"sqlite:///{folder / f'tune-{i}' / DB_FILE}"
+        prepare(arm_study(spec, arm), url, study_name(spec.name, arm))
     return folder
 
 
-def test_each_comparison_arm_has_its_own_named_optuna_study_with_metric_names(tmp_path):
-    names = arm_optuna_studies(_comparison_execution(tmp_path), arms=2)
+def test_each_comparison_arm_has_its_own_named_optuna_study_in_one_storage(tmp_path):
+    names = arm_optuna_studies(_comparison_execution(tmp_path, shared=True), arms=2)
     assert names == ["tuned-quickstart/attention · discrete", "tuned-quickstart/attention · ode"]
 
 
-def test_the_dashboard_finds_every_arm_of_a_comparison_from_its_name_folder_or_a_phase_folder(tmp_path):
+def test_the_dashboard_opens_the_storage_of_all_arms_or_one_arm_on_its_page(tmp_path):
+    from vitscale.cli.dashboard_cmd import choose_study
+    from vitscale.tune.optuna_study import dashboard_studies
+
+    folder = _comparison_execution(tmp_path, shared=True)
+    studies = dashboard_studies(folder)
+    url = f"sqlite:///{folder / DB_FILE}"
+    assert [(s.label, s.folder, s.url, s.page) for s in studies] == [
+        ("attention · discrete", "tune-0", url, "dashboard/studies/1"),
+        ("attention · ode", "tune-1", url, "dashboard/studies/2"),
+    ]
+    both, line = choose_study("tuned-quickstart", str(tmp_path), None)
+    assert (both.url, both.page, both.label) == (url, "", "2 arms")
+    assert line == "2 arms: attention · discrete, attention · ode"
+    assert choose_study("tuned-quickstart", str(tmp_path), "attention/ode") == (studies[1], None)
+    assert choose_study(str(folder / "tune-0"), None, None) == (studies[0], None)
+
+
+def test_the_dashboard_finds_every_arm_of_an_older_comparison_in_its_phase_folders(tmp_path):
     from vitscale.cli.dashboard_cmd import choose_study
     from vitscale.tune.optuna_study import dashboard_studies
 

@@ -1,7 +1,8 @@
 """(slow) What one small tuned comparison leaves for people to read, end to end on real Ray,
 MLflow and Optuna: the parent run carries the study's params and per-arm seed-mean metrics, the
 experiment its description, every trial's stdout its training lines, each arm its own named
-Optuna study that `vitscale dashboard` finds; a resume of the finished study runs nothing and
+Optuna study, all in one storage that `vitscale dashboard` opens; its best final run registered
+per arm (`--register`); a resume of the finished study runs nothing and
 leaves the parent's end time where it was."""
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def test_a_comparison_reads_as_the_study_in_mlflow_optuna_and_its_trial_logs(tmp
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     results = tmp_path / "results"
     common = ["--storage", str(results), "--num-cpus", "2", "--quiet"]
-    vitscale("study", "run", str(study), "--tracking-uri", uri, *common, cwd=tmp_path)
+    proc = vitscale("study", "run", str(study), "--tracking-uri", uri, *common, "--register", cwd=tmp_path)
 
     client = MlflowClient(tracking_uri=uri)
     [parent] = parent_runs(uri, "cmp-record")
@@ -60,10 +61,18 @@ def test_a_comparison_reads_as_the_study_in_mlflow_optuna_and_its_trial_logs(tmp
         assert "test_top1" in text.splitlines()[-1], text
 
     execution = results / "cmp-record" / (results / "cmp-record" / "latest").read_text().strip()
-    names = arm_optuna_studies(execution, arms=2)
+    names = arm_optuna_studies(execution, arms=2)  # one storage: optuna-dashboard lists both arms
     assert names == ["cmp-record/attention", "cmp-record/ssog"]
     chosen, line = choose_study("cmp-record", str(results), "ssog")
-    assert (chosen.label, chosen.folder, line) == ("ssog", "tune-1", None)
+    assert (chosen.label, chosen.folder, chosen.page, line) == ("ssog", "tune-1", "dashboard/studies/2", None)
+    both, line = choose_study("cmp-record", str(results), None)
+    assert (both.url, both.page, line) == (chosen.url, "", "2 arms: attention, ssog")
+
+    # --register: each arm's final run with the best validation, as models:/cmp-record-<arm>@best.
+    finals = {r.data.tags["vitscale.arm"]: r for r in runs if r.data.tags["vitscale.phase"] == "final"}
+    for arm, final in finals.items():
+        version = client.get_model_version_by_alias(f"cmp-record-{arm.split('=')[1]}", "best")
+        assert version.run_id == final.info.run_id, proc.stdout
 
     ended = client.get_run(parent.info.run_id).info.end_time
     vitscale("study", "resume", "cmp-record", *common, cwd=tmp_path)

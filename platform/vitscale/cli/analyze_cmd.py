@@ -11,8 +11,10 @@ from rich.console import Console
 from rich.table import Table
 
 from vitscale.cli.app import app
+from vitscale.cli.registrations import print_registrations
 from vitscale.errors import UserError
 from vitscale.kinds import study_kind
+from vitscale.tracking import store
 from vitscale.tracking.layout import DEFAULT_TRACKING_URI
 
 STUDY_FOLDERS = (".", "studies")  # where a bare file name (`tuned_quickstart`) is looked for
@@ -136,6 +138,12 @@ def analyze_command(
         help="an arm whose mean validation top-1 gained more than POINTS over the last quarter of "
         "training (by images seen) is marked 'still improving' beside every verdict it is in",
     ),
+    register: bool = typer.Option(
+        False,
+        "--register",
+        help="register each arm's best model (by validation) in the MLflow Model Registry as "
+        "models:/<study>-<arm>@best",
+    ),
     throughput_from: str | None = typer.Option(
         None,
         "--throughput-from",
@@ -148,6 +156,8 @@ def analyze_command(
     from vitscale.analysis import convergence_note, front_lines, pipeline  # lazy: matplotlib, scipy, pyarrow
 
     name, spec_uri, experiment = resolve_study(study)
+    if register and from_parquet is not None:
+        raise UserError("--register: registers models in MLflow; it cannot be used with --from (offline)")
     console = Console()
     result = pipeline.analyze(
         name,
@@ -194,3 +204,5 @@ def analyze_command(
         console.print(f"front:   {path.name}")
     if result.logged_to:
         console.print(f"logged to MLflow run {result.logged_to} (artifacts/analysis)")
+    if register:
+        print_registrations(store.resolve_tracking_uri(tracking_uri, spec_uri), name, experiment)

@@ -1,9 +1,10 @@
 """`vitscale dashboard STUDY [--arm A]`: optuna-dashboard on a study's Optuna study, on 127.0.0.1.
 
-A sampler study has one Optuna study; a comparison has one per arm, each in its tuning phase's
-folder (`tune-<i>/optuna.db`, named `<study>/<arm>`). optuna-dashboard opens one storage, so a
-comparison opens the arm `--arm` names, by default the first, and says in one line which arms
-there are: the first arm is a useful page at once, and the line says how to see another.
+A sampler study has one Optuna study; a comparison has one per arm (named `<study>/<arm>`), all in
+the execution's one storage, so optuna-dashboard lists every arm side by side; `--arm` opens on
+that arm's page. Executions begun before the arms shared a storage keep each arm in its tuning
+phase's folder (`tune-<i>/optuna.db`): optuna-dashboard opens one storage, so there the command
+opens the arm `--arm` names, by default the first, and says in one line which arms there are.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -54,6 +56,8 @@ def choose_study(target: str, storage: str | None, arm: str | None):
         return chosen, None
     if len(studies) == 1:
         return studies[0], None
+    if len({s.url for s in studies}) == 1:  # the arms share one storage: the dashboard lists them all
+        return replace(studies[0], label=f"{len(studies)} arms", page=""), f"{len(studies)} arms: {names}"
     return studies[0], f"{len(studies)} arms: {names}; showing {studies[0].label} (another: --arm NAME)"
 
 
@@ -69,7 +73,7 @@ def dashboard(
     host: Annotated[str, typer.Option(help="interface; 0.0.0.0 exposes it to the network")] = "127.0.0.1",
 ) -> None:
     """Open optuna-dashboard (history, importance, parallel coordinates) for a sampler study or
-    a comparison's arm."""
+    a comparison's arms."""
     study, others = choose_study(target, storage, arm)
     program = shutil.which("optuna-dashboard") or os.path.join(
         os.path.dirname(sys.executable), "optuna-dashboard"
@@ -84,6 +88,6 @@ def dashboard(
         [program, study.url, "--host", host, "--port", str(port)],
         env=None,
         health_url=f"http://{local}:{port}/",
-        ready_line=f"optuna-dashboard on http://{host}:{port} for {study.label} (Ctrl-C stops it)",
+        ready_line=f"optuna-dashboard on http://{host}:{port}/{study.page} for {study.label} (Ctrl-C stops it)",
         name="optuna-dashboard",
     )

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from vitscale.cli.app import study_app
+from vitscale.cli.registrations import print_registrations
 from vitscale.cli.study_cmd import SetOption
 from vitscale.errors import UserError
 from vitscale.study import load_study
@@ -58,6 +59,14 @@ QuietOption = Annotated[
 VerboseOption = Annotated[
     bool, typer.Option("--verbose", help="Ray Tune's status table too, every 15 s, beside the progress lines")
 ]
+RegisterOption = Annotated[
+    bool,
+    typer.Option(
+        "--register",
+        help="register each arm's best model (by validation) in the MLflow Model Registry as "
+        "models:/<study>-<arm>@best",
+    ),
+]
 JobAddressOption = Annotated[
     str | None,
     typer.Option("--address", help="Ray job server, e.g. http://HEAD:8265 (default: the last used)"),
@@ -83,6 +92,7 @@ def run(
             "Optuna study, learning from all its earlier trials",
         ),
     ] = False,
+    register: RegisterOption = False,
 ) -> None:
     """Run every trial of a study on Ray Tune; every trial lands in MLflow."""
     from vitscale.tune.run import run_study  # lazy: Ray, MLflow
@@ -100,6 +110,8 @@ def run(
         continue_search=continue_,
     )
     print_summary(summary)
+    if register:
+        print_registrations(summary.tracking_uri, spec.name, spec.tracking.experiment)
 
 
 @study_app.command("resume")
@@ -240,6 +252,8 @@ def print_summary(summary) -> None:
         f"MLflow: experiment {summary.experiment_id}, parent run {summary.parent_run_id} — "
         f"`vitscale ui --tracking-uri {summary.tracking_uri}`; figures: `vitscale analyze {summary.study}`"
     )
+    view = layout.saved_view_url(summary.experiment_id, summary.study)
+    console.print(f"runs with the key metrics: {ui_address(summary.tracking_uri)}/{view}", soft_wrap=True)
     if summary.directory:
         console.print(f"execution folder: {summary.directory}", soft_wrap=True)
 
@@ -313,3 +327,12 @@ def arm_table(rows: list[dict]) -> Table:
 
 def _short(value) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def ui_address(tracking_uri: str) -> str:
+    """Where the MLflow UI of a store answers: the server itself, else `vitscale ui`'s default."""
+    return (
+        tracking_uri.rstrip("/")
+        if tracking_uri.startswith(("http://", "https://"))
+        else "http://127.0.0.1:5000"
+    )

@@ -43,6 +43,7 @@ One experiment per study (`tracking.experiment`, default: the study name). In it
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -98,6 +99,24 @@ NOTE = "mlflow.note.content"
 # training; every experiment vitscale creates carries it, so the UI lands on the runs table.
 EXPERIMENT_KIND = "mlflow.experimentKind"
 EXPERIMENT_KIND_TRAINING = "custom_model_development"
+
+# MLflow Models (tracking.logged_model): every trial that ran all its planned epochs logs its final
+# model as a LoggedModel of this name, linked to its child run (`runs:/<run id>/model`).
+LOGGED_MODEL_NAME = "model"
+# What the trial leaves for it beside its final checkpoint (train.served_model writes, the driver
+# reads; here so a trial worker names them without importing MLflow): the model behind evaluation's
+# preprocessing, and one test image as the input example.
+SERVED_DIR = "served"
+SERVED_MODEL_FILE = "model.pt"
+INPUT_EXAMPLE_FILE = "input_example.npy"
+# The Model Registry (tracking.model_registry, `--register`): the best model per arm of a study is a
+# version of the registered model `registered_model_name(study, arm)`, the newest under this alias
+# (`models:/quickstart-ssog-ode@best`); the version's tags repeat STUDY, ARM and the objective.
+REGISTERED_ALIAS = "best"
+# Experiment tag of the runs-table view of a study (tracking.runs_view): MLflow 3.15+ keeps a saved
+# view as the experiment tag `mlflow.sharedViewState.<id>` (id: `saved_view_id`); the UI lists it
+# under Views by name (`saved_view_name`) and opens it at `saved_view_url`.
+SAVED_VIEW_PREFIX = "mlflow.sharedViewState."
 
 # A comparison's parent run: its record (each arm's choice, its confirmation at full fidelity, the
 # tuned values at a range's edge), as the execution folder holds it (tune.comparison writes both).
@@ -168,6 +187,28 @@ def train_arm(params: Mapping[str, Any]) -> str:
 
 def _arm_value(value: Any) -> str:
     return "+".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+
+
+def registered_model_name(study: str, arm: str) -> str:
+    """A study's arm in the Model Registry: 'quickstart-ssog-ode' for the ARM tag
+    'model.mixer=ssog,model.regime=ode' (MLflow refuses '/' and ':' in a name; spaces and other
+    marks would need quoting in a models:/ URI, so each becomes '_')."""
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", f"{study}-{arm_display(arm, '-')}")
+
+
+def saved_view_id(study: str) -> str:
+    """The id of a study's saved runs view: 'vitscale-quickstart'."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", f"vitscale-{study}")
+
+
+def saved_view_name(study: str) -> str:
+    """What the UI's Views menu calls it: 'quickstart: key metrics'."""
+    return f"{study}: key metrics"
+
+
+def saved_view_url(experiment_id: str, study: str) -> str:
+    """The MLflow UI page (after the server's address) of the study's runs in its saved view."""
+    return f"#/experiments/{experiment_id}/runs?viewStateShareKey={saved_view_id(study)}"
 
 
 def parse_arm(tag: str) -> dict[str, str]:

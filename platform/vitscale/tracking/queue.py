@@ -305,7 +305,7 @@ class WriteQueue:
             os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
             self._client = store.client_for(self.tracking_uri)
         if record["op"] != "create_run":
-            replay.send(self._client, record, self._ids)
+            replay.send(self._client, record, self._ids, self.tracking_uri)
         elif record["ref"] not in self._ids:
             run_id = replay.create(
                 self._client,

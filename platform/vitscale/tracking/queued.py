@@ -113,6 +113,11 @@ class QueuedClient:
             "log_artifact", run_id, local_path=str(Path(local_path).resolve()), artifact_path=artifact_path
         )
 
+    def log_model(self, run_id: str, folder: str, name: str, step: int) -> None:
+        """The served model in `folder` as the run's MLflow Model `name` at `step`
+        (tracking.logged_model); read when sent, like log_artifact's file."""
+        self.queue.submit("log_model", run_id, folder=str(Path(folder).resolve()), name=name, step=int(step))
+
     def log_inputs(self, run_id: str, inputs: list[dict]) -> None:
         """Dataset inputs as `tracking.datasets.dataset_inputs` describes them (JSON-able)."""
         self.queue.submit("log_inputs", run_id, inputs=inputs)

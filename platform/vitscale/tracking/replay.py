@@ -12,6 +12,7 @@ from mlflow.entities import Metric, Param, RunTag
 
 from vitscale.tracking import layout
 from vitscale.tracking.datasets import to_entities
+from vitscale.tracking.logged_model import log_served_model
 
 PLACEHOLDER = "queued-"
 
@@ -33,8 +34,9 @@ def create(client, record: dict, look_first: bool, ids: dict[str, str]) -> str:
     return run.info.run_id
 
 
-def send(client, record: dict, ids: dict[str, str]) -> None:
-    """Any other record (placeholders, in its run and tag values, mapped through `ids`)."""
+def send(client, record: dict, ids: dict[str, str], tracking_uri: str = "") -> None:
+    """Any other record (placeholders, in its run and tag values, mapped through `ids`). A
+    `log_model` whose earlier attempt may have got through looks for its model first."""
     op, run = record["op"], ids.get(record["run"], record["run"])
     if run.startswith(PLACEHOLDER):
         raise KeyError(f"run {run} was never created (its create was refused)")
@@ -51,6 +53,11 @@ def send(client, record: dict, ids: dict[str, str]) -> None:
         client.log_text(run, record["text"], record["artifact_file"])
     elif op == "log_artifact":
         client.log_artifact(run, record["local_path"], record.get("artifact_path"))
+    elif op == "log_model":
+        look_first = bool(record.get("_tries") or record.get("_replayed"))
+        log_served_model(
+            client, tracking_uri, run, record["folder"], record["name"], record["step"], look_first
+        )
     elif op == "log_inputs":
         client.log_inputs(run, datasets=to_entities(record["inputs"]))
     else:

@@ -8,6 +8,8 @@ of its child run (written by the driver through the execution's write queue).
   metrics (spec checks refuse test ones), so test never chooses. The artifact is
   `checkpoint/checkpoint.pt`, the file `fit` writes (weights, optimizer, history and the model's
   config); `train.from_mlflow.load_from_mlflow(run_id)` gives the model back.
+- Model: every trial that ran all its planned epochs, as an MLflow Model (`served/` beside its last
+  checkpoint, logged by the queue's sender: see tracking.logged_model).
 - Predictions: every finished trial's per-image predictions on val and test
   (`predictions/{val,test}.parquet`, written beside its last checkpoint; see tracking.predictions).
 - Logs: Ray writes each trial's stdout/stderr to `stdout`/`stderr` in the trial's working folder
@@ -31,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from vitscale.pareto import pareto_mask
+from vitscale.tracking.layout import INPUT_EXAMPLE_FILE, SERVED_DIR, SERVED_MODEL_FILE
 from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT
 
 CHECKPOINT_ARTIFACT = "checkpoint"  # as `vitscale train` logs it and train.from_mlflow reads it
@@ -68,6 +71,18 @@ def final_predictions(trial) -> list[Path]:
     if checkpoint is None:
         return []
     return sorted((checkpoint.parent / PREDICTIONS_ARTIFACT).glob("*.parquet"))
+
+
+def final_model(trial) -> Path | None:
+    """The folder of the served model (layout.SERVED_DIR) beside the trial's final checkpoint in
+    storage: `fit` writes it at its last epoch; the driver logs it as an MLflow Model."""
+    checkpoint = final_checkpoint(trial)
+    if checkpoint is None:
+        return None
+    folder = checkpoint.parent / SERVED_DIR
+    return (
+        folder if (folder / SERVED_MODEL_FILE).is_file() and (folder / INPUT_EXAMPLE_FILE).is_file() else None
+    )
 
 
 def stage_logs(trial, staging: Path) -> list[Path]:

@@ -227,7 +227,17 @@ class MlflowStudyCallback(Callback):
         if status == "FINISHED":
             for path in trial_artifacts.final_predictions(trial):
                 client.log_artifact(run_id, str(path), PREDICTIONS_ARTIFACT)
+        if status == "FINISHED" and tags[layout.STOPPED_EARLY] == "false":
+            self.log_model(trial, run_id, result)
         client.set_terminated(run_id, status)
+
+    def log_model(self, trial, run_id: str, result: dict) -> None:
+        """The trial's final model as an MLflow Model of its run, at its last epoch (queued; see
+        tracking.logged_model): a trial that ran all its epochs and left one beside its checkpoint."""
+        folder = trial_artifacts.final_model(trial)
+        if folder is not None:
+            step = int(result.get("epoch", result.get("training_iteration", 0)))
+            self.queue_client([trial]).log_model(run_id, str(folder), layout.LOGGED_MODEL_NAME, step)
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
         run_id = self.run_id(trial)

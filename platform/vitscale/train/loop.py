@@ -43,6 +43,7 @@ from vitscale.train.optimizer import make_optimizer
 from vitscale.train.progress import EpochProgress
 from vitscale.train.resolution_eval import evaluate_at_resolutions
 from vitscale.train.schedule import warmup_cosine
+from vitscale.train.served_model import save_served_model
 
 ReportFn = Callable[[dict[str, float], Path | None], None]
 FINITE_CHECK_EVERY = 25  # steps between checks that the loss stayed finite
@@ -252,6 +253,9 @@ def fit(
             if checkpoint_dir is not None:
                 if last:  # beside the checkpoint, so a Tune trial's copy in storage carries them
                     save_predictions(Path(checkpoint_dir), predictions)
+                    save_served_model(
+                        Path(checkpoint_dir), model, bundle, config.data.resolution, train_cfg.precision
+                    )
                 checkpoint = save_checkpoint(
                     checkpoint_dir,
                     TrainState(

@@ -42,6 +42,7 @@ from vitscale.tune.kinds import TUNE_KINDS
 from vitscale.tune.storage import LATEST_FILE, STATE_FILE, read_state
 
 DB_FILE = "optuna.db"
+DASHBOARD_STUDY_PAGE = "dashboard/studies"  # optuna-dashboard's page of one study: <this>/<study id>
 TUNE_PHASE = re.compile(r"tune-(\d+)")  # a comparison arm's tuning phase folder (tune.comparison)
 
 
@@ -65,6 +66,18 @@ def no_optuna_study(spec) -> bool:
     return False
 
 
+def arms_sample(spec) -> bool:
+    """A comparison whose arms are tuned by a sampler: one Optuna study per arm, in one storage."""
+    return study_kind(spec.kind).phased and spec.search.algorithm != "grid"
+
+
+def study_names(spec) -> list[str]:
+    """The Optuna studies an execution of `spec` makes: the study's, or one per arm."""
+    if arms_sample(spec):
+        return [study_name(spec.name, arm) for arm in arm_list(spec)]
+    return [spec.name] if uses_optuna(spec) else []
+
+
 def _newest_execution(spec, directory: Path) -> Path | None:
     latest = directory.parent / LATEST_FILE
     if not latest.is_file():
@@ -84,14 +97,16 @@ def execution_storage(directory: Path) -> str:
 
 
 def storage_for(spec, directory: Path, continue_search: bool) -> str:
-    """The RDB URL of this execution's Optuna study ('' for grid, benchmark and comparison)."""
+    """The RDB URL of this execution's Optuna studies: a sampler study's, or all the arms' of a
+    comparison tuned by a sampler; '' for grid and benchmark studies."""
     if not uses_optuna(spec):
         if continue_search:
             raise UserError(
                 "--continue: only a sampler study (kind: train, search.algorithm other than grid) "
                 "has a search to continue"
             )
-        return ""
+        if not arms_sample(spec):
+            return ""
     if continue_search:
         previous = _newest_execution(spec, directory)
         url = execution_storage(previous) if previous else ""
@@ -104,11 +119,14 @@ def storage_for(spec, directory: Path, continue_search: bool) -> str:
             raise UserError(f"--continue: {url} holds no Optuna study named {spec.name}")
         return url
     url = spec.search.optuna_storage or f"sqlite:///{directory / DB_FILE}"
-    if spec.search.optuna_storage and completed_trials(url, spec.name) is not None:
-        raise UserError(
-            f"search.optuna_storage: {url} already holds an Optuna study named {spec.name}; "
-            "add --continue to extend it, or delete it with `optuna delete-study`"
-        )
+    if spec.search.optuna_storage:
+        for name in study_names(spec):
+            if completed_trials(url, name) is not None:
+                again = "" if arms_sample(spec) else "add --continue to extend it, or "
+                raise UserError(
+                    f"search.optuna_storage: {url} already holds an Optuna study named {name}; "
+                    f"{again}delete it with `optuna delete-study`"
+                )
     return url
 
 
@@ -128,19 +146,26 @@ DAMAGED_FIX = (
 )
 
 
-def check_resumable(directory: Path, url: str, name: str) -> None:
-    """Before a resume: every Optuna DB of the execution reads as SQLite, and the study's own one
-    (sampler studies) still holds the study `name` (an emptied or replaced file does not)."""
+def check_resumable(directory: Path, url: str, spec) -> None:
+    """Before a resume: every Optuna DB of the execution reads as SQLite, and its storage still
+    holds the studies searched so far (an emptied or replaced file does not): a sampler study's
+    own, a comparison's for each arm whose tuning phase began (`tune-<i>`). Executions begun
+    before the arms shared one storage keep theirs in `tune-<i>/optuna.db` and resume so."""
     for db in sorted(directory.glob(f"tune-*/{DB_FILE}")):
         check_sqlite(f"sqlite:///{db}", "optuna.db", DAMAGED_FIX)
     if not url:
         return
     check_sqlite(url, "optuna.db", DAMAGED_FIX)
-    if completed_trials(url, name) is None:
-        raise UserError(
-            f"optuna.db: {url} holds no Optuna study {name!r} (emptied or replaced?), so the search "
-            f"cannot go on; {DAMAGED_FIX}"
-        )
+    if arms_sample(spec):
+        names = [n for i, n in enumerate(study_names(spec)) if (directory / f"tune-{i}").is_dir()]
+    else:
+        names = [spec.name]
+    for name in names:
+        if completed_trials(url, name) is None:
+            raise UserError(
+                f"optuna.db: {url} holds no Optuna study {name!r} (emptied or replaced?), so the "
+                f"search cannot go on; {DAMAGED_FIX}"
+            )
 
 
 def prepare(spec, url: str, name: str | None = None) -> int:
@@ -196,21 +221,39 @@ class DashboardStudy:
     url: str
     folder: str = ""  # a comparison's phase folder (tune-<i>); "" for the execution's own study
     key: str = ""  # a comparison arm's ARM tag
+    page: str = ""  # in a storage of several studies: the study's page, `dashboard/studies/<id>`
 
 
 def dashboard_studies(directory: Path) -> list[DashboardStudy]:
     """The Optuna studies of an execution folder (or of one comparison phase folder in it): a
-    sampler study's own, or one per comparison arm whose tuning phase has an `optuna.db`, in arm
-    order. Empty for grid and benchmark studies (nothing was sampled)."""
+    sampler study's own, or one per comparison arm that has begun tuning, in arm order — all in
+    the execution's one storage, or (executions begun before that) each in its phase folder's
+    `optuna.db`. Empty for grid and benchmark studies (nothing was sampled)."""
     if not (directory / STATE_FILE).is_file() and (directory.parent / STATE_FILE).is_file():
         return [s for s in dashboard_studies(directory.parent) if s.folder == directory.name]
     state = read_state(directory / STATE_FILE, default={})
     spec = state.get("spec")
     name = (spec.get("name") if isinstance(spec, dict) else None) or directory.parent.name
     url = execution_storage(directory)
+    arms = _arms(state)
+    if url and arms:
+        import optuna
+
+        storage = optuna.storages.RDBStorage(url)
+        stored = set(optuna.get_all_study_names(storage))
+        found = []
+        for i, arm in enumerate(arms):
+            if study_name(name, arm) not in stored:
+                continue  # its tuning has not begun
+            key, page = layout.arm_key(arm), storage.get_study_id_from_name(study_name(name, arm))
+            found.append(
+                DashboardStudy(
+                    layout.arm_display(key), url, f"tune-{i}", key, f"{DASHBOARD_STUDY_PAGE}/{page}"
+                )
+            )
+        return found
     if url:
         return [DashboardStudy(name, url)]
-    arms = _arms(state)
     found = []
     for db in sorted(directory.glob(f"tune-*/{DB_FILE}"), key=lambda p: _phase_index(p.parent.name)):
         i = _phase_index(db.parent.name)

@@ -22,7 +22,7 @@ from vitscale import storage_errors
 from vitscale.errors import UserError
 from vitscale.kinds import check_complete
 from vitscale.study import StudySpec, count_trials, dump_spec, load_study, spec_hash
-from vitscale.tracking import parent_summary, queued, store
+from vitscale.tracking import parent_summary, queued, runs_view, store
 from vitscale.train.from_mlflow import resolve_spec_teachers
 from vitscale.tune import (
     cluster,
@@ -153,6 +153,7 @@ def run_study(
     experiment_id = store.ensure_experiment(
         client, experiment_name, spec.description, replace_description=experiment_name == spec.name
     )
+    runs_view.save_view(client, experiment_id, spec)  # the runs table's columns: the key metrics
     spec_yaml = dump_spec(spec)
     parent_run_id = store.create_study_run(
         client,
@@ -228,7 +229,7 @@ def resume_study(
     check_complete(execution.spec.kind)
     state_digest.verify_folder(directory)  # before Tune unpickles anything in it
     store.check_tracking_uri(execution.tracking_uri)
-    optuna_study.check_resumable(directory, execution.optuna_storage, execution.spec.name)
+    optuna_study.check_resumable(directory, execution.optuna_storage, execution.spec)
     cluster.connect(address, num_cpus=num_cpus)
     cluster.preflight(execution.spec.resources.cpu, execution.spec.resources.gpu, allow_autoscale)
     _check_cpu_share(execution.spec, address, allow_autoscale)
