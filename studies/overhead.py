@@ -118,9 +118,7 @@ def measure(client, study: str, parent_run_id: str | None = None, slots: int | N
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python studies/overhead.py", description=__doc__.split("\n")[0]
-    )
+    parser = argparse.ArgumentParser(prog="python studies/overhead.py", description=__doc__.split("\n")[0])
     parser.add_argument("study")
     parser.add_argument("--tracking-uri", default=layout.DEFAULT_TRACKING_URI)
     parser.add_argument("--parent-run-id", default=None, help="an execution other than the newest")

@@ -163,7 +163,8 @@ def _tolerance_rows() -> list[dict]:
 
 def test_the_tolerance_axis_reports_the_nfe_of_each_level():
     runs, params = _runs(_tolerance_rows())
-    (curve,) = axis_study(runs, params, axes_table()["tolerance"], n_boot=0).curves  # the euler run is not on it
+    tolerance = axes_table()["tolerance"]
+    (curve,) = axis_study(runs, params, tolerance, n_boot=0).curves  # the euler run is not on it
     assert curve.x_param == "model.ode.rtol" and curve.cost_metric == "test_nfe_mean"
     for level in curve.levels:
         assert level.riding == {"model.ode.atol": pytest.approx(level.x / 10)}

@@ -102,7 +102,9 @@ def _runs() -> list:
                 if regime == REGIME:
                     metrics["nfe_mean"] = 2.0 + 2 * (bands or 3)
                 key = f"{mixer}-{regime}-{bands}"
-                runs.append(fake_run(f"r{n:03d}", f"t{n:03d}", n, params, metrics, **{layout.CONFIG_KEY: key}))
+                runs.append(
+                    fake_run(f"r{n:03d}", f"t{n:03d}", n, params, metrics, **{layout.CONFIG_KEY: key})
+                )
     return runs
 
 

@@ -17,7 +17,14 @@ from pydantic import BaseModel
 from vitscale.errors import UserError
 from vitscale.models.facts import MixerFacts, RegimeFacts
 from vitscale.models.protocols import Mixer, Regime, protocol_members
-from vitscale.models.registry import MIXERS, PLUGINS_ENV, REGIMES, declare_mixer, register_mixer, register_regime
+from vitscale.models.registry import (
+    MIXERS,
+    PLUGINS_ENV,
+    REGIMES,
+    declare_mixer,
+    register_mixer,
+    register_regime,
+)
 
 PLATFORM = Path(__file__).resolve().parents[2] / "platform"
 
@@ -122,6 +129,6 @@ def test_a_broken_plugin_ends_the_cli_in_one_line_with_exit_2(tmp_path) -> None:
     )
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        f"error: mixer 'broken' (vitscale_plugin_broken_plugin.Broken) does not meet the Mixer protocol: "
+        "error: mixer 'broken' (vitscale_plugin_broken_plugin.Broken) does not meet the Mixer protocol: "
         "it lacks forward, wants_pos_embed (see vitscale.models.protocols.Mixer)"
     ]

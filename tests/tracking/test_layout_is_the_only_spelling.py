@@ -40,7 +40,10 @@ def _names_a_module(dotted: str) -> bool:
 TAGS = {
     value
     for name, value in vars(layout).items()
-    if name.isupper() and isinstance(value, str) and value.startswith(layout.TAG_PREFIX) and value != layout.TAG_PREFIX
+    if name.isupper()
+    and isinstance(value, str)
+    and value.startswith(layout.TAG_PREFIX)
+    and value != layout.TAG_PREFIX
 }
 
 
@@ -98,15 +101,15 @@ def test_nothing_outside_tracking_imports_mlflow() -> None:
 def test_the_checks_find_what_they_look_for() -> None:
     source = (
         '"""Tags such as vitscale.status are documented here."""\n'
-        'import logging\n'
+        "import logging\n"
         'log = logging.getLogger("vitscale.tracking")\n'
         'a = run.data.tags.get("vitscale.status")\n'
-        'f = "tags.`vitscale.role` = \'trial\' (see vitscale.tune.run)"\n'
+        "f = \"tags.`vitscale.role` = 'trial' (see vitscale.tune.run)\"\n"
         'b = {"vitscale.checkpoint_reason": 1}\n'
         'c = "vitscale.version.torch"\n'
-        'def f():\n'
-        '    from mlflow.exceptions import MlflowException\n'
-        '    import mlflow\n'
+        "def f():\n"
+        "    from mlflow.exceptions import MlflowException\n"
+        "    import mlflow\n"
     )
     assert tag_strings(source) == [
         (4, "vitscale.status"),

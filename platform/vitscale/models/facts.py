@@ -90,6 +90,15 @@ class RegimeFacts:
     benched: bool = False
 
 
+def required_facts(facts_type: type) -> list[str]:
+    """The facts a declaration must give (those without a default)."""
+    return [
+        f.name
+        for f in dataclasses.fields(facts_type)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+
+
 def facts_from(facts_type: type, kind: str, name: str, given: Mapping[str, Any]) -> Any:
     """`facts_type(**given)`, or one line naming what the declaration of `kind` `name` lacks or
     spells wrong."""
@@ -100,14 +109,11 @@ def facts_from(facts_type: type, kind: str, name: str, given: Mapping[str, Any])
             f"{kind} {name!r}: unknown declaration key(s) {', '.join(unknown)}; "
             f"a {kind} declares {', '.join(fields)}"
         )
-    required = [
-        f
-        for f, info in fields.items()
-        if info.default is dataclasses.MISSING and info.default_factory is dataclasses.MISSING
-    ]
-    missing = [f for f in required if f not in given]
+    missing = [f for f in required_facts(facts_type) if f not in given]
     if missing:
-        raise UserError(f"{kind} {name!r}: its declaration lacks {', '.join(missing)} ({facts_type.__name__})")
+        raise UserError(
+            f"{kind} {name!r}: its declaration lacks {', '.join(missing)} ({facts_type.__name__})"
+        )
     return facts_type(**given)
 
 

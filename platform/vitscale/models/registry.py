@@ -17,7 +17,6 @@ validation's, the benchmarks', the figures' and the analysis's) are one plain-da
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import importlib.util
 import os
@@ -28,7 +27,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from vitscale.models.facts import MixerFacts, RegimeFacts, facts_from, facts_of_class
+from vitscale.models.facts import MixerFacts, RegimeFacts, facts_from, facts_of_class, required_facts
 from vitscale.models.protocols import Mixer, Regime, check_protocol
 
 T = TypeVar("T")
@@ -173,12 +172,7 @@ CEILING = "pooling"
 
 def _lacking_facts(facts_type: type, cls: Any) -> list[str]:
     """The facts without a default that a decorated class does not carry as attributes."""
-    required = [
-        f.name
-        for f in dataclasses.fields(facts_type)
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    ]
-    return [name for name in required if not hasattr(cls, name)]
+    return [name for name in required_facts(facts_type) if not hasattr(cls, name)]
 
 
 def mixer_order(names) -> list[str]:
