@@ -2,7 +2,7 @@
 
 Prints wall time, trials per minute, the driver's peak memory and its memory over the run (to see
 that it does not grow without bound), the size of the status output, `vitscale analyze` time, and
-the slot-time overhead (vitscale.tune.overhead). A benchmark, not a test.
+the slot-time overhead (studies/overhead.py, beside this script). A benchmark, not a test.
 
     python studies/load_benchmark.py studies/load_1000.yaml [--seeds 25] [--out /tmp/load] [--num-cpus 2]
 
@@ -106,8 +106,9 @@ def main() -> int:
     if analyze.returncode != 0:
         print(analyze.stdout[-2000:], analyze.stderr[-2000:])
 
+    from overhead import measure  # studies/overhead.py: this script's folder is on sys.path
+
     from vitscale.tracking import store
-    from vitscale.tune.overhead import measure
 
     overhead = measure(store.client_for(uri), name)
     rss = [r for _, r in samples]

@@ -24,7 +24,8 @@ import yaml
 
 from vitscale.models import MIXERS, REGIMES, ModelConfig, build
 from vitscale.models.regimes.ode import NeuralOde
-from vitscale.tracking import store
+from vitscale.models.registry import BASELINE, CANDIDATE
+from vitscale.tracking import layout, store
 from vitscale.train import TrialConfig, fit
 
 DEVICE = "cuda"  # a CPU dry run of the checks sets "cpu"
@@ -33,8 +34,9 @@ TINY_DATA = {"dataset": "synthetic", "resolution": 32, "num_train": 256, "num_va
 
 
 def _fit(mixer: str, regime: str, compile_model: bool = False) -> str:
-    """One epoch of the real training loop on CUDA with bf16 autocast (train.precision)."""
-    model = {**TINY_MODEL, "mixer": mixer, "regime": regime, "ode": {"solver": "dopri5"}}
+    """One epoch of the real training loop on CUDA with bf16 autocast (train.precision); each
+    regime with its default settings (the ODE's: an adaptive solver)."""
+    model = {**TINY_MODEL, "mixer": mixer, "regime": regime}
     train = {
         "epochs": 1,
         "batch_size": 64,
@@ -51,7 +53,7 @@ def _fit(mixer: str, regime: str, compile_model: bool = False) -> str:
 
 def _autocast_dtypes(mixer: str, regime: str) -> str:
     """Under bf16 autocast, Linear layers give bf16, except inside an adaptive ODE's field (fp32)."""
-    config = ModelConfig(mixer=mixer, regime=regime, num_classes=10, ode={"solver": "dopri5"}, **TINY_MODEL)
+    config = ModelConfig(mixer=mixer, regime=regime, num_classes=10, **TINY_MODEL)  # ODE: adaptive
     model = build(config).to(DEVICE)
     inside = {id(m) for ode in model.modules() if isinstance(ode, NeuralOde) for m in ode.modules()}
     seen: dict[str, set] = {"field": set(), "other": set()}
@@ -63,16 +65,16 @@ def _autocast_dtypes(mixer: str, regime: str) -> str:
         model(torch.randn(4, 3, 32, 32, device=DEVICE)).float().sum().backward()
     if seen["other"] != {torch.bfloat16}:
         raise RuntimeError(f"Linear outputs outside the ODE field: {seen['other']} (want bfloat16)")
-    if regime == "ode" and seen["field"] != {torch.float32}:
+    if inside and seen["field"] != {torch.float32}:
         raise RuntimeError(f"ODE field Linear outputs under autocast: {seen['field']} (want float32)")
-    return "bf16 layers" + (", ODE field fp32" if regime == "ode" else "")
+    return "bf16 layers" + (", ODE field fp32" if inside else "")
 
 
 def _bench() -> str:
     """`vitscale bench` on CUDA: synchronised timing and CUDA peak memory in every record."""
     out = subprocess.run(
-        [sys.executable, "-m", "vitscale", "bench", "--device", DEVICE, "--mixers", "attention,ssog"]
-        + ["--regimes", "discrete,ode", "--resolutions", "32,64", "--width", "64", "--depth", "2"]
+        [sys.executable, "-m", "vitscale", "bench", "--device", DEVICE, "--mixers", f"{BASELINE},{CANDIDATE}"]
+        + ["--regimes", ",".join(REGIMES), "--resolutions", "32,64", "--width", "64", "--depth", "2"]
         + ["--heads", "2", "--patch-size", "4", "--repeats", "3", "--warmup", "1", "--json"],
         capture_output=True,
         text=True,
@@ -102,7 +104,7 @@ def _packed_study() -> str:
     study = {
         "name": "gpu-check",
         "trial": trial,
-        "space": {"model.mixer": {"grid": ["attention", "ssog"]}},
+        "space": {"model.mixer": {"grid": [BASELINE, CANDIDATE]}},
         "search": {"algorithm": "grid", "max_concurrent_trials": 2},
         "resources": {"cpu": 1, "gpu": 0.5},
     }
@@ -122,10 +124,10 @@ def _packed_study() -> str:
         raise RuntimeError((proc.stderr.strip() or proc.stdout.strip()).splitlines()[-1])
     client = store.client_for(uri)
     runs = client.search_runs(
-        [client.get_experiment_by_name("gpu-check").experiment_id], "tags.`vitscale.role` = 'trial'"
+        [client.get_experiment_by_name("gpu-check").experiment_id], f"tags.`{layout.ROLE}` = 'trial'"
     )
-    if sorted(r.data.tags.get("vitscale.status") for r in runs) != ["FINISHED", "FINISHED"]:
-        raise RuntimeError(f"trials: {[r.data.tags.get('vitscale.status') for r in runs]}")
+    if sorted(r.data.tags.get(layout.STATUS) for r in runs) != ["FINISHED", "FINISHED"]:
+        raise RuntimeError(f"trials: {[r.data.tags.get(layout.STATUS) for r in runs]}")
     (a, b) = sorted((r.info.start_time, r.info.end_time) for r in runs)
     if b[0] >= a[1]:
         raise RuntimeError("the two 0.5-GPU trials ran one after the other, not packed on the GPU")
@@ -140,7 +142,8 @@ def checks() -> list[tuple[str, Callable[[], str]]]:
                 (f"autocast dtypes {mixer} x {regime}", lambda m=mixer, r=regime: _autocast_dtypes(m, r))
             )
             out.append((f"bf16 train epoch {mixer} x {regime}", lambda m=mixer, r=regime: _fit(m, r)))
-    out.append(("torch.compile train epoch", lambda: _fit("ssog", "discrete", compile_model=True)))
+    first = next(iter(REGIMES))  # the standard ViT's stacking
+    out.append(("torch.compile train epoch", lambda: _fit(CANDIDATE, first, compile_model=True)))
     out.append(("bench: CUDA timing + memory", _bench))
     out.append(("study: 2 trials x 0.5 GPU", _packed_study))
     return out

@@ -16,7 +16,7 @@ from vitscale.analysis.figures.axes import axis_figure
 from vitscale.analysis.load.fields import with_fields
 from vitscale.analysis.load.outcomes import with_outcomes
 from vitscale.analysis.report.axes import axes_section, write_axes_csv
-from vitscale.analysis.statistics.axes import AXES, axis_studies, axis_study
+from vitscale.analysis.statistics.axes import axes_table, axis_studies, axis_study
 
 SEEDS = (0, 1, 2)
 A, B, C = 0.5, 0.6, 0.05  # error(K) = A·K^-B + C
@@ -84,7 +84,7 @@ def _gaussians(levels, widths=(32,), noise=0.003, seed=0) -> tuple[list[dict], d
 def test_a_power_law_over_six_levels_is_fitted_and_its_interval_holds_the_truth():
     rows, _ = _gaussians((1, 2, 4, 8, 16, 32))
     runs, params = _runs(rows)
-    study = axis_study(runs, params, AXES["num_gaussians"], n_boot=50, seed=0)
+    study = axis_study(runs, params, axes_table()["num_gaussians"], n_boot=50, seed=0)
     (curve,) = study.curves
     t = curve.trend
     assert t.status == "ok" and t.kind == "power_law" and t.n_levels == 6
@@ -96,13 +96,13 @@ def test_a_power_law_over_six_levels_is_fitted_and_its_interval_holds_the_truth(
 def test_four_levels_give_stats_per_level_and_no_trend_with_the_reason():
     rows, truth = _gaussians((2, 4, 8, 16))
     runs, params = _runs(rows)
-    (curve,) = axis_study(runs, params, AXES["num_gaussians"], n_boot=50).curves
+    (curve,) = axis_study(runs, params, axes_table()["num_gaussians"], n_boot=50).curves
     assert [lv.x for lv in curve.levels] == [2, 4, 8, 16]
     assert all(lv.error[2] == 3 and math.isfinite(lv.error[1]) for lv in curve.levels)
     assert curve.trend.status == "not_fitted" and curve.trend.estimate is None
     assert curve.trend.reason == "4 levels: no trend fitted (needs 6)"
     assert "4 levels: no trend fitted (needs 6)" in "\n".join(
-        axes_section([axis_study(runs, params, AXES["num_gaussians"])])
+        axes_section([axis_study(runs, params, axes_table()["num_gaussians"])])
     )
 
 
@@ -111,7 +111,7 @@ def test_means_and_intervals_equal_a_hand_computation():
     rows[0]["status"] = "FAILED"  # K=2, seed 0: dropped under "drop", chance (0.9 error) under "chance"
     runs, params = _runs(rows)
     for policy, first in (("drop", None), ("chance", 0.9)):
-        (curve,) = axis_study(runs, params, AXES["num_gaussians"], policy, n_boot=0).curves
+        (curve,) = axis_study(runs, params, axes_table()["num_gaussians"], policy, n_boot=0).curves
         for level in curve.levels:
             errs = [truth[(32, int(level.x), s)] for s in SEEDS]
             if level.x == 2:
@@ -127,7 +127,7 @@ def test_means_and_intervals_equal_a_hand_computation():
 def test_runs_differing_in_another_param_are_not_pooled_across_it():
     rows, truth = _gaussians((2, 4, 8), widths=(32, 64))
     runs, params = _runs(rows)
-    curves = axis_study(runs, params, AXES["num_gaussians"], n_boot=0).curves
+    curves = axis_study(runs, params, axes_table()["num_gaussians"], n_boot=0).curves
     assert sorted(c.fixed["model.width"] for c in curves) == [32, 64]
     for c in curves:
         width = c.fixed["model.width"]
@@ -163,7 +163,8 @@ def _tolerance_rows() -> list[dict]:
 
 def test_the_tolerance_axis_reports_the_nfe_of_each_level():
     runs, params = _runs(_tolerance_rows())
-    (curve,) = axis_study(runs, params, AXES["tolerance"], n_boot=0).curves  # the euler run is not on it
+    tolerance = axes_table()["tolerance"]
+    (curve,) = axis_study(runs, params, tolerance, n_boot=0).curves  # the euler run is not on it
     assert curve.x_param == "model.ode.rtol" and curve.cost_metric == "test_nfe_mean"
     for level in curve.levels:
         assert level.riding == {"model.ode.atol": pytest.approx(level.x / 10)}
@@ -175,7 +176,7 @@ def test_an_axis_that_does_not_vary_produces_nothing(tmp_path):
     runs, params = _runs(_tolerance_rows())  # Gaussians, resolution fixed; no evaluation sides
     studies = axis_studies(runs, params, n_boot=0)
     assert [s.axis.name for s in studies] == ["tolerance"]
-    assert axis_study(runs, params, AXES["num_gaussians"]) is None
+    assert axis_study(runs, params, axes_table()["num_gaussians"]) is None
     assert axes_section([]) == [] and write_axes_csv([], tmp_path) is None
 
 
@@ -234,7 +235,7 @@ def test_six_tolerances_get_a_log_linear_slope_per_decade_whose_interval_holds_t
             over = {"model.regime": "ode", "model.ode.rtol": 10.0**-decade, "train.seed": s}
             rows.append(_run(len(rows), **over, test_top1=1 - err, test_nfe_mean=6.0 * decade))
     runs, params = _runs(rows)
-    (curve,) = axis_study(runs, params, AXES["tolerance"], n_boot=200, seed=0).curves
+    (curve,) = axis_study(runs, params, axes_table()["tolerance"], n_boot=200, seed=0).curves
     t = curve.trend
     assert t.status == "ok" and t.kind == "log_linear_decade" and t.n_levels == 6
     assert t.ci[0] <= 0.005 <= t.ci[1] and t.ci[1] - t.ci[0] < 0.002

@@ -53,7 +53,7 @@ def test_parquet_has_exactly_the_schema_and_the_config(tiny_config, tmp_path):
     table = pq.read_table(path)
     assert table.schema.remove_metadata() == rec.schema()
     assert table.num_rows == 3
-    assert json.loads(table.schema.metadata[b"vitscale.benchmark"]) == config.model_dump(mode="json")
+    assert json.loads(table.schema.metadata[rec.BENCHMARK_META]) == config.model_dump(mode="json")
     rows = table.to_pylist()
     assert [r["status"] for r in rows] == ["ok", "out_of_memory", "ok"]
     assert rows[1]["latency_ms"] is None  # NaN is written as null

@@ -13,7 +13,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tune"))
 
 from study_helpers import child_runs, vitscale, write_study  # noqa: E402
 
-from vitscale.tracking.trial_artifacts import CHECKPOINT_TAG, choose_best  # noqa: E402
+from vitscale.tracking.layout import CHECKPOINT  # noqa: E402
+from vitscale.tracking.trial_artifacts import choose_best  # noqa: E402
 from vitscale.train.from_mlflow import load_from_mlflow  # noqa: E402
 
 
@@ -63,7 +64,7 @@ def test_study_logs_the_best_checkpoint_per_arm_the_trial_logs_and_a_wandb_offli
     for run in runs:  # every trial's stdout and stderr
         logs = {Path(a.path).name for a in client.list_artifacts(run.info.run_id, "logs")}
         assert logs == {"stdout", "stderr"}, run.info.run_name
-    best = [r for r in runs if r.data.tags.get(CHECKPOINT_TAG) == "best"]
+    best = [r for r in runs if r.data.tags.get(CHECKPOINT) == "best"]
     by_arm = {}
     for run in runs:
         arm = run.data.params["model.mixer"]

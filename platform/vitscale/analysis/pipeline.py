@@ -136,12 +136,10 @@ def _read(
 
 def _log(source: StudyRuns, out_dir: Path, console: Console) -> str | None:
     """Log DIR under `analysis/` of the newest parent run; a failure here warns, the files stay."""
-    from mlflow.exceptions import MlflowException  # third-party, heavy: only when logging
-
     parent = source.parent_run_ids[0]
     try:
         store.client_for(source.tracking_uri).log_artifacts(parent, str(out_dir), artifact_path="analysis")
-    except (MlflowException, OSError) as exc:
+    except (store.mlflow_exception(), OSError) as exc:
         console.print(f"[yellow]warning: could not log the analysis to MLflow run {parent}: {exc}[/]")
         return None
     return parent

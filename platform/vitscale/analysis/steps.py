@@ -252,7 +252,7 @@ def training_figures(a: Analysis) -> None:
         for x, name, title, logx in (
             ("params", "accuracy_vs_params", "Accuracy vs parameters", True),
             ("flops_per_image", "accuracy_vs_flops", "Accuracy vs FLOPs", True),
-            ("nfe_mean", "accuracy_vs_nfe", "Accuracy vs NFE (ODE regime)", False),
+            ("nfe_mean", "accuracy_vs_nfe", "Accuracy vs NFE (regimes that count it)", False),
         ):
             front = fronts.get(f"{x}_val_top1")
             if front is not None:

@@ -10,20 +10,35 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from vitscale.models.config import ModelConfig
-from vitscale.models.registry import BASELINE, CANDIDATE, CEILING, MIXERS, REGIMES, moved_keys
+from vitscale.models.registry import MIXERS, REGIMES, mixer_order, moved_keys
 
 # The model a sweep measures unless `benchmark.model` says otherwise: ViT-Ti/16, CIFAR-100 head, and
-# rk4 with step 1 for the ode regime: a fixed grid, so every mixer does the same 4·depth function
-# evaluations whatever its weights and dtype (an adaptive solver's NFE depends on both).
-BENCH_MODEL = {
+# each regime's section as it declares for benchmarks (`bench_settings`, see bench_model).
+BENCH_SIZE = {
     "width": 192,
     "depth": 12,
     "heads": 3,
     "patch_size": 16,
     "num_classes": 100,
     "image_size": 224,
-    "ode": {"solver": "rk4", "step_size": 1.0},
 }
+
+
+def bench_model() -> dict[str, Any]:
+    """BENCH_SIZE with every regime's declared `bench_settings` as its section (the ODE's fixed
+    grid: every mixer then does the same field evaluations whatever its weights and dtype)."""
+    sections = {name: dict(f.bench_settings) for name, f in REGIMES.facts().items() if f.bench_settings}
+    return {**BENCH_SIZE, **sections}
+
+
+def benched_mixers() -> list[str]:
+    """The mixers a sweep measures unless told: those declared `benched` (baseline, candidate, ...)."""
+    return mixer_order([name for name, facts in MIXERS.facts().items() if facts.benched])
+
+
+def benched_regimes() -> list[str]:
+    """The regimes a sweep measures unless told: those declared `benched`, in registration order."""
+    return [name for name, facts in REGIMES.facts().items() if facts.benched]
 
 
 DTYPES = ("float32", "bfloat16")
@@ -76,18 +91,21 @@ class BenchmarkConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: ModelConfig = Field(
-        default_factory=lambda: ModelConfig.model_validate(BENCH_MODEL),
+        default_factory=lambda: ModelConfig.model_validate(bench_model()),
         description="the model measured (any ModelConfig field and mixer/regime section); mixer, "
         "regime and image_size are set per configuration. Unset fields: ViT-Ti/16, 100 classes, "
-        "ode solver rk4 with step 1",
+        "each regime's benchmark settings (ode: solver rk4 with step 1)",
     )
     mixers: list[str] = Field(
-        [BASELINE, CANDIDATE, CEILING],
+        default_factory=benched_mixers,
         min_length=1,
-        description="token mixers to compare; pooling (mixing almost free) gives the table's measured "
-        "ceiling: what any mixer could gain over attention on this machine",
+        description="token mixers to compare (default: those declared benched: attention, ssog, "
+        "pooling); pooling (mixing almost free) gives the table's measured ceiling: what any mixer "
+        "could gain over attention on this machine",
     )
-    regimes: list[str] = Field(["discrete", "looped", "ode"], min_length=1)
+    regimes: list[str] = Field(
+        default_factory=benched_regimes, min_length=1, description="default: those declared benched"
+    )
     resolutions: list[int] = Field([224, 384, 512, 768, 1024], min_length=1, description="image sides")
     batch_size: int | list[int] = Field(
         8,
@@ -227,7 +245,7 @@ class BenchmarkConfig(BaseModel):
     @classmethod
     def _bench_defaults(cls, value: Any) -> Any:
         """A partial `model:` keeps the benchmark's defaults for the fields it leaves out."""
-        return _merge(BENCH_MODEL, value) if isinstance(value, dict) else value
+        return _merge(bench_model(), value) if isinstance(value, dict) else value
 
     @model_validator(mode="after")
     def _check(self) -> BenchmarkConfig:
@@ -250,15 +268,18 @@ class BenchmarkConfig(BaseModel):
         """The ModelConfig of one configuration: `model` with its mixer, regime, resolution (and backend)."""
         data = self.model.model_dump()
         data.update(mixer=point["mixer"], regime=point["regime"], image_size=int(point["resolution"]))
-        if point.get("attention_backend"):
-            data["attention"] = {**data.get("attention", {}), "backend": point["attention_backend"]}
+        switch = MIXERS.fact(point["mixer"], "backend")  # the mixer's declared backend setting, if any
+        if point.get("attention_backend") and switch is not None:
+            section = data.get(point["mixer"], {})
+            data[point["mixer"]] = {**section, switch.setting: point["attention_backend"]}
         return ModelConfig.model_validate(data)
 
     def configurations(self) -> list[dict[str, Any]]:
         """One dict per measured configuration: mixer, regime, resolution, attention_backend, dtype,
         batch_size, compile.
 
-        Attention is measured once per backend; other mixers once (attention_backend None); each
+        A mixer that declares a backend (attention) is measured once per listed backend; other
+        mixers once (attention_backend None); each
         of them once per variant (`variants`). Order: regime, resolution, mixer, backend, dtype,
         batch size, compile — a cell (regime x resolution) is contiguous, and in it a series'
         variants sit side by side, a compiled one beside its eager twin.
@@ -267,7 +288,7 @@ class BenchmarkConfig(BaseModel):
         for regime in self.regimes:
             for resolution in self.resolutions:
                 for mixer in self.mixers:
-                    backends = self.attention_backends if mixer == "attention" else [None]
+                    backends = self.attention_backends if MIXERS.fact(mixer, "backend") else [None]
                     for backend in backends:
                         for variant in self.variants():
                             out.append(

@@ -48,6 +48,7 @@ from vitscale.models.config import ModelConfig
 from vitscale.validation import unwrap_optional
 
 STATUSES = ("ok", OUT_OF_MEMORY, "error")
+BENCHMARK_META = b"vitscale.benchmark"  # benchmark.parquet's schema metadata key: the sweep's config
 
 SCHEMA = pa.schema(
     [
@@ -180,7 +181,7 @@ def write_parquet(records: Iterable[Mapping[str, Any]], path: str | Path, config
     """Write the records to `path`; the sweep's BenchmarkConfig travels in the schema metadata."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"vitscale.benchmark": config.model_dump_json()} if config is not None else None
+    meta = {BENCHMARK_META.decode(): config.model_dump_json()} if config is not None else None
     pq.write_table(to_table(records, meta), path)
     return path
 

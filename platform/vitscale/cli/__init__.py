@@ -9,9 +9,20 @@ import typer
 from pydantic import ValidationError
 
 from vitscale import openmp
+from vitscale.errors import StudyInterrupted, TrialFailure, UserError
+from vitscale.models.registry import MIXERS
+
+# The command modules' flags read the registries, which load VITSCALE_PLUGINS on first use: load
+# them first, so a plugin that fails its protocol (models.protocols) is a user error, one line and
+# exit 2, like any other, before any command module is imported.
+try:
+    MIXERS.keys()
+except UserError as exc:
+    print(f"error: {exc}", file=sys.stderr)
+    raise SystemExit(2) from None
 
 # Command modules register themselves on `app` when imported (one per command group).
-from vitscale.cli import (  # noqa: F401
+from vitscale.cli import (  # noqa: E402, F401
     analyze_cmd,
     bench_cmd,
     dashboard_cmd,
@@ -24,9 +35,8 @@ from vitscale.cli import (  # noqa: F401
     train_cmd,
     ui_cmd,
 )
-from vitscale.cli.app import app
-from vitscale.errors import StudyInterrupted, TrialFailure, UserError
-from vitscale.validation import error_lines
+from vitscale.cli.app import app  # noqa: E402
+from vitscale.validation import error_lines  # noqa: E402
 
 try:  # Typer >= 0.26 vendors click: its exceptions are not click's, so catch both kinds.
     from typer._click.exceptions import UsageError as _TyperUsageError

@@ -21,7 +21,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from vitscale.bench.config import BENCH_MODEL, BenchmarkConfig
+from vitscale.bench.config import BenchmarkConfig, bench_model
 from vitscale.cli.app import app
 from vitscale.cli.model_cmd import model_config, model_options
 from vitscale.cli.overrides import set_option, validate_with_sets
@@ -162,7 +162,7 @@ def bench_command(
     }
     data = {**_base(study), **{k: v for k, v in given.items() if v is not None}}
     if model_overrides:  # the model flags, on top of the study's model (or the benchmark defaults)
-        data["model"] = model_config(model_overrides, base=data.get("model") or BENCH_MODEL).model_dump()
+        data["model"] = model_config(model_overrides, base=data.get("model") or bench_model()).model_dump()
     config = validate_with_sets(BenchmarkConfig, data, set_ or (), _SET_EXAMPLE)
     run(
         config,

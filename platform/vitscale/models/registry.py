@@ -9,7 +9,10 @@ analysis columns all read it from here. A declaration also carries the facts a c
 validated and resolved with (`wants_pos_embed`, `default_layer_scale`, `check_config`), so the
 CLI and `study validate` never import the (torch) class: it is imported when first built.
 A plugin that already holds its class registers it directly: `@register_mixer("name", settings=...)`
-(the facts are then read from the class's attributes).
+(the facts are then read from the class's attributes). Every declaration's facts (`models.facts`:
+validation's, the benchmarks', the figures' and the analysis's) are one plain-data table,
+`MIXERS.facts()` / `REGIMES.facts()`; every class is checked against its protocol
+(`models.protocols`) when registered, or when a declared one is first imported.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from vitscale.models.facts import MixerFacts, RegimeFacts, facts_from, facts_of_class, required_facts
+from vitscale.models.protocols import Mixer, Regime, check_protocol
+
 T = TypeVar("T")
 PLUGINS_ENV = "VITSCALE_PLUGINS"  # "module_or_file.py[:function],...": mixers/regimes outside the package
 
@@ -34,12 +40,17 @@ class _Registry(dict):
     Values are the registered objects; a declared entry holds its "module:attribute" until the
     first lookup of its value imports it (names, settings and facts are known before that)."""
 
-    def __init__(self, package: str) -> None:
+    def __init__(
+        self, package: str, kind: str = "entry", protocol: type | None = None, facts_type: type | None = None
+    ) -> None:
         super().__init__()
         self._package = package
+        self._kind = kind  # "mixer" | "regime" | "data set": how errors name an entry
+        self._protocol = protocol  # what a registered class must have (models.protocols)
+        self._facts_type = facts_type  # MixerFacts | RegimeFacts; None: free keyword facts (data sets)
         self._loaded = False
         self._settings: dict[str, type[BaseModel]] = {}
-        self._facts: dict[str, dict[str, Any]] = {}  # declared entries: what is known without importing
+        self._facts: dict[str, Any] = {}  # what is known of each entry without importing it
 
     def _load(self) -> None:
         if not self._loaded:
@@ -57,6 +68,8 @@ class _Registry(dict):
         if isinstance(value, str):  # declared: import "module:attribute" on first use
             module, _, attribute = value.partition(":")
             value = getattr(importlib.import_module(module), attribute)
+            if self._protocol is not None:
+                check_protocol(self._protocol, self._kind, key, value)
             dict.__setitem__(self, key, value)
         return value
 
@@ -85,9 +98,16 @@ class _Registry(dict):
         """A fact of entry `name` (e.g. `wants_pos_embed`): as declared, without importing the entry,
         or the registered object's attribute of that name."""
         self._load()
-        if name in self._facts:
-            return self._facts[name].get(key, default)
-        return getattr(self[name], key, default)
+        if name not in self._facts:
+            return getattr(self[name], key, default)
+        facts = self._facts[name]
+        return facts.get(key, default) if isinstance(facts, dict) else getattr(facts, key, default)
+
+    def facts(self) -> dict[str, Any]:
+        """name -> its facts (`MixerFacts` / `RegimeFacts`), in registration order: the plain-data
+        table the benchmarks, figures and analysis read instead of naming an entry."""
+        self._load()
+        return {name: self._facts[name] for name in self.keys() if name in self._facts}
 
     def settings(self) -> dict[str, type[BaseModel]]:
         """name -> settings model, for the entries that declare one (registration order)."""
@@ -98,7 +118,14 @@ class _Registry(dict):
         """Decorator: register a class under `name`, with the settings model it owns (if any)."""
 
         def decorate(cls: T) -> T:
+            facts = None
+            if self._protocol is not None:
+                lacking = [] if self._facts_type is None else _lacking_facts(self._facts_type, cls)
+                check_protocol(self._protocol, self._kind, name, cls, lacking)
+                facts = facts_of_class(self._facts_type, self._kind, name, cls) if self._facts_type else None
             self._add(name, cls, settings)
+            if facts is not None:
+                self._facts[name] = facts
             return cls
 
         return decorate
@@ -106,8 +133,9 @@ class _Registry(dict):
     def declare(self, name: str, target: str, settings: type[BaseModel] | None = None, **facts: Any) -> None:
         """Register `target` ("module:attribute") under `name` without importing it: its settings
         model and `facts` are what is known until the first lookup of `registry[name]`."""
+        known = facts if self._facts_type is None else facts_from(self._facts_type, self._kind, name, facts)
         self._add(name, target, settings)
-        self._facts[name] = facts
+        self._facts[name] = known
 
     def _add(self, name: str, value: Any, settings: type[BaseModel] | None) -> None:
         if dict.__contains__(self, name):
@@ -125,8 +153,8 @@ class _Registry(dict):
         self._facts.pop(name, None)
 
 
-MIXERS = _Registry("vitscale.models.mixers")
-REGIMES = _Registry("vitscale.models.regimes")
+MIXERS = _Registry("vitscale.models.mixers", "mixer", Mixer, MixerFacts)
+REGIMES = _Registry("vitscale.models.regimes", "regime", Regime, RegimeFacts)
 _ALL = (MIXERS, REGIMES)
 register_mixer = MIXERS.register
 register_regime = REGIMES.register
@@ -140,6 +168,11 @@ CANDIDATE = "ssog"
 # The mixer whose mixing costs almost nothing: its speed-up over the baseline is the ceiling of any
 # mixer on that machine (benchmarks measure it by default and show it beside every ratio).
 CEILING = "pooling"
+
+
+def _lacking_facts(facts_type: type, cls: Any) -> list[str]:
+    """The facts without a default that a decorated class does not carry as attributes."""
+    return [name for name in required_facts(facts_type) if not hasattr(cls, name)]
 
 
 def mixer_order(names) -> list[str]:

@@ -12,7 +12,7 @@ One experiment per study (`tracking.experiment`, default: the study name). In it
   validation top-1 stayed within 2 points of chance). RESTARTS (set once a trial was restarted
   after a lost worker or node); DISCARDED_CHECKPOINT (the damaged checkpoint a restored trial
   could not read, and why: it then trained again from epoch 0); QUEUE_ID on every run created through the write queue
-  (tracking.queue).
+  (tracking.queue); CHECKPOINT ("best" | "all") on a run that holds its checkpoint as an artifact.
   Name (`run_name`): what differs between the study's runs, first, then the seed, joined by " · ":
   a grid point's values (`ssog · ode · w64 · s1`; NAME_SHORT keys as w64, r32, K4, strings bare,
   others leaf=value), a sampled point's variant names and its Optuna trial number
@@ -63,7 +63,7 @@ DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 TRACKING_URI_ENV = "VITSCALE_TRACKING_URI"
 
 TAG_PREFIX = "vitscale."
-ROLE = "vitscale.role"  # "study" | "trial"
+ROLE = "vitscale.role"  # "study" | "trial" | "train" (a `vitscale train` run)
 STUDY = "vitscale.study"
 KIND = "vitscale.kind"  # the study kind (vitscale.kinds): "train" | "benchmark" | "comparison"
 SPEC_HASH = "vitscale.spec_hash"
@@ -86,6 +86,7 @@ CONFIG_KEY = "vitscale.config_key"  # hash of the trial config without the seed:
 RESTARTS = "vitscale.restarts"  # times the trial was restarted from its checkpoint (worker/node lost)
 DISCARDED_CHECKPOINT = "vitscale.discarded_checkpoint"  # "<checkpoint>: <why>": damaged, trial restarted
 QUEUE_ID = "vitscale.queue_id"  # the placeholder id a run had in the driver's write queue (tracking.queue)
+CHECKPOINT = "vitscale.checkpoint"  # "best" | "all": why the run holds checkpoint/checkpoint.pt
 PLANNED_TRIALS = "vitscale.planned_trials"  # parent run: trials the study plans
 JOBS = "vitscale.jobs"  # parent run: space-separated Ray job submission ids that ran/resumed it
 PARENT_RUN_ID = "mlflow.parentRunId"

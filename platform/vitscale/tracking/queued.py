@@ -94,9 +94,6 @@ class QueuedClient:
     def log_param(self, run_id: str, key: str, value) -> None:
         self.queue.submit("log_batch", run_id, params=[[key, str(value)]])
 
-    def set_tag(self, run_id: str, key: str, value) -> None:
-        self.queue.submit("log_batch", run_id, tags=[[key, str(value)]])
-
     def update_run(self, run_id: str, status: str | None = None, name: str | None = None) -> None:
         self.queue.submit("update_run", run_id, status=status, name=name)
 

@@ -153,6 +153,14 @@ def ensure_experiment(client, name: str, description: str = "", *, replace_descr
     return experiment.experiment_id
 
 
+def mlflow_exception() -> type[Exception]:
+    """MLflow's own error class (`MlflowException`), for readers outside tracking to catch
+    (`except store.mlflow_exception():`): MLflow is imported here, on first need, and nowhere else."""
+    from mlflow.exceptions import MlflowException
+
+    return MlflowException
+
+
 def search_all(client: Any, experiment_ids: list[str], filter_string: str) -> list[Any]:
     """`search_runs`, following page tokens until the last page."""
     out, token = [], None
@@ -164,11 +172,6 @@ def search_all(client: Any, experiment_ids: list[str], filter_string: str) -> li
         token = page.token
         if not token:
             return out
-
-
-def git_commit(cwd: str | Path | None = None) -> str:
-    """The commit of the code that runs (see tracking.provenance: a submitted job's is passed in)."""
-    return provenance.capture(cwd=cwd).commit
 
 
 def package_versions() -> dict[str, str]:

@@ -40,7 +40,6 @@ CHECKPOINT_ARTIFACT = "checkpoint"  # as `vitscale train` logs it and train.from
 LOGS_ARTIFACT = "logs"
 LOG_FILES = ("stdout", "stderr")
 STAGING_DIR = "tracking-artifacts"  # in the execution folder: copies the queue sends from
-CHECKPOINT_TAG = "vitscale.checkpoint"  # "best" | "all": why the run has checkpoint/checkpoint.pt
 
 
 def _local_trial_dir(trial) -> Path | None:

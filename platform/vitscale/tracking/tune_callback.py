@@ -274,7 +274,7 @@ class MlflowStudyCallback(Callback):
         found = trial_artifacts.final_checkpoint(trial) if checkpoint else None
         if found is not None:
             client.log_artifact(run_id, str(found), trial_artifacts.CHECKPOINT_ARTIFACT)
-            store.set_tags(client, run_id, {trial_artifacts.CHECKPOINT_TAG: why})
+            store.set_tags(client, run_id, {layout.CHECKPOINT: why})
 
     def arm_of(self, trial, description: TrialDescription) -> str:
         """The group `best` picks one configuration in: mixer x regime."""
@@ -312,7 +312,7 @@ class MlflowStudyCallback(Callback):
             )
             if found is not None and run_id is not None:
                 client.log_artifact(run_id, str(found), trial_artifacts.CHECKPOINT_ARTIFACT)
-                store.set_tags(client, run_id, {trial_artifacts.CHECKPOINT_TAG: "best"})
+                store.set_tags(client, run_id, {layout.CHECKPOINT: "best"})
 
     def on_experiment_end(self, trials, **info) -> None:
         self.log_best_checkpoints(trials)

@@ -107,8 +107,6 @@ def evaluate_trial(
 
 def _locate(source: str, uri: str, tmp: Path) -> tuple[Path, str | None, Any]:
     """(local checkpoint file, run id or None, MLflow client or None)."""
-    from mlflow.exceptions import MlflowException  # third-party, heavy: only where a run is read
-
     path = Path(source).expanduser()
     if path.is_dir():
         path = path / CHECKPOINT_FILE
@@ -122,7 +120,7 @@ def _locate(source: str, uri: str, tmp: Path) -> tuple[Path, str | None, Any]:
     client = store.client_for(uri)
     try:
         client.get_run(source)
-    except MlflowException:
+    except store.mlflow_exception():
         raise UserError(
             f"{KEY}: no MLflow run {source} at {uri}; check the id (`vitscale ui` lists the runs) "
             "or pass the store it was logged to with --tracking-uri"

@@ -67,8 +67,6 @@ def _client(tracking_uri: str):
 
 
 def _registered_model_run(uri: str, tracking_uri: str | None) -> str:
-    from mlflow.exceptions import MlflowException  # third-party, heavy: only where a run is read
-
     name, _, rest = uri.removeprefix("models:/").partition("/")
     alias = None
     if "@" in name:
@@ -78,7 +76,7 @@ def _registered_model_run(uri: str, tracking_uri: str | None) -> str:
         version = (
             client.get_model_version_by_alias(name, alias) if alias else client.get_model_version(name, rest)
         )
-    except MlflowException as exc:
+    except store.mlflow_exception() as exc:
         raise TeacherMismatch(f"train.distill.teacher: {uri}: {str(exc).splitlines()[0]}") from None
     return version.run_id
 
@@ -92,15 +90,13 @@ def download_checkpoint(
 ) -> Path:
     """The run's `checkpoint/checkpoint.pt` artifact, downloaded (once), with its model config.
     A run that cannot be read or has no checkpoint raises `error`, its line naming `key`."""
-    from mlflow.exceptions import MlflowException  # third-party, heavy: only where a run is read
-
     target = destination / CHECKPOINT_ARTIFACT / CHECKPOINT_FILE
     if target.is_file():
         return target
     try:
         run = client.get_run(run_id)
         names = [a.path for a in client.list_artifacts(run_id, CHECKPOINT_ARTIFACT)]
-    except MlflowException as exc:
+    except store.mlflow_exception() as exc:
         raise error(f"{key}: run {run_id}: {str(exc).splitlines()[0]}") from None
     if f"{CHECKPOINT_ARTIFACT}/{CHECKPOINT_FILE}" not in names:
         raise error(
@@ -142,8 +138,6 @@ def trial_from_run(run_id: str, tracking_uri: str) -> dict[str, Any]:
     """The trial a run logged (`model.*`, `data.*`, `train.*`), as the mapping a TrialConfig
     validates: `vitscale train --from-run` reruns it. A study trial logs every value it ran with
     (threads, recipe, resolved defaults), so the rerun reproduces its metrics on the same device."""
-    from mlflow.exceptions import MlflowException  # third-party, heavy: only where a run is read
-
     key = "--from-run"
     if not RUN_ID_PATTERN.match(run_id):
         raise UserError(
@@ -152,7 +146,7 @@ def trial_from_run(run_id: str, tracking_uri: str) -> dict[str, Any]:
     client = _client(tracking_uri)
     try:
         params = client.get_run(run_id).data.params
-    except MlflowException:
+    except store.mlflow_exception():
         raise UserError(
             f"{key}: no MLflow run {run_id} at {tracking_uri}; check the id or pass the store it was "
             "logged to with --tracking-uri"

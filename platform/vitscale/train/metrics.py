@@ -1,9 +1,9 @@
 """The metrics `fit` reports: the contract between trainer, study spec, tracking and analysis.
 
 Selection (ASHA, samplers, "best", Pareto sets) may only read EPOCH_METRICS and
-STATIC_METRICS: they are measured on the training and validation splits. FINAL_METRICS are
-measured once on the test split, in the last epoch's report of a trial that ran all its
-planned epochs, and are only ever reported. `at_resolution` names a metric measured at another
+STATIC_METRICS: they are measured on the training and validation splits. The test metrics
+(`test_loss`, `test_top1`, `test_top5`) are measured once on the test split, in the last epoch's
+report of a trial that ran all its planned epochs, and are only ever reported. `at_resolution` names a metric measured at another
 input resolution (`test_top1_at56`; MLflow refuses '@' in metric names): never selectable either.
 MLflow holds STATIC_METRICS as params and leaves `epoch` (its steps) and `did_not_train` (a tag)
 out of the metrics (`tracking.layout`); Tune sees every one of them.
@@ -28,7 +28,6 @@ EPOCH_METRICS = (
 )
 STATIC_METRICS = CONSTANT_METRICS  # params, flops_per_image (ODE: one field evaluation x val NFE)
 SELECTABLE_METRICS = EPOCH_METRICS + STATIC_METRICS
-FINAL_METRICS = ("test_loss", "test_top1", "test_top5", "did_not_train")
 REPORTED_METRICS = SELECTABLE_METRICS
 # A finished trial whose final val_top1 is within this of chance (1 / classes) did not train.
 DID_NOT_TRAIN_MARGIN = 0.02

@@ -163,7 +163,7 @@ def mlflow_run(client, experiment: str, checkpoint_dir: Path | None, resume: boo
         return run_id
     experiment_id = store.ensure_experiment(client, experiment)
     # The real id (the create is sent at once; the server was just checked): the marker must outlive the queue.
-    run_id = client.resolve(client.create_run(experiment_id, tags={"vitscale.role": "train"}).info.run_id)
+    run_id = client.resolve(client.create_run(experiment_id, tags={layout.ROLE: "train"}).info.run_id)
     if marker is not None:
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(run_id + "\n")

@@ -1,7 +1,7 @@
 """Publication figures, headless: matplotlib's object API (no pyplot state, no display needed).
 
 Conventions across every figure: one colour per mixer, one marker per regime, line style per
-attention backend; error bars are the 95 % CI over seeds (cut at 0 and 100 % accuracy, which a
+backend (a mixer's implementation switch); error bars are the 95 % CI over seeds (cut at 0 and 100 % accuracy, which a
 footnote then says); a figure whose x axis takes one value is not drawn; the Pareto front is a black step line
 with hollow rings on its points; fitted curves are drawn over the points. PNG and SVG each.
 """
@@ -16,19 +16,19 @@ import pyarrow.compute as pc
 
 from vitscale.analysis.figures.canvas import axes, footnote, log_axis, save
 from vitscale.analysis.figures.style import (
-    BACKEND_STYLES,
     CLIPPED_NOTE,
     LABELS,
-    REGIME_STYLES,
     Style,
+    backend_line,
     bounded,
     clipped,
     legend,
+    regime_line,
     style_for,
 )
 from vitscale.analysis.load.fields import as_float
 from vitscale.analysis.statistics.fits import PowerLawFit
-from vitscale.analysis.statistics.fronts import Front
+from vitscale.analysis.statistics.fronts import Front, nfe_rows
 from vitscale.analysis.statistics.varies import varies, varies_within
 from vitscale.models.registry import mixer_order, regime_order
 
@@ -41,10 +41,10 @@ def accuracy_figure(
     agg: pa.Table, x: str, front: Front | None, out_dir: Path, name: str, title: str, logx: bool = True
 ) -> list[Path]:
     """Mean top-1 (%) with seed CIs against a cost; the front as a step line. Not drawn when the
-    cost takes one value (every ODE configuration at the same NFE: one column of points)."""
+    cost takes one value (every configuration that counts NFE at the same NFE: one column of points)."""
     rows = agg.filter(pc.greater(agg.column("n_used"), 0))
     if x == "nfe_mean":
-        rows = rows.filter(pc.equal(rows.column("regime"), "ode"))
+        rows = nfe_rows(rows)
     if not varies(rows, f"{x}_mean"):
         return []
     style = style_for(agg)
@@ -145,7 +145,7 @@ def error_figure(
             grid,
             100 * fit.predict(grid),
             color=style.of(mixer, regime)["color"],
-            ls=REGIME_STYLES.get(regime, "-"),
+            ls=regime_line(regime),
             lw=1.2,
             label=f"fit {mixer} · {regime}: b={fit.b:.2f}",
         )
@@ -179,7 +179,7 @@ def resolution_figure(
         series, regime, mixer, backend, setting = key
         idx = np.array([i for i, k in enumerate(keys) if k == key])
         idx = idx[np.argsort(res[idx])]
-        ls = BACKEND_STYLES.get(backend, "-") if mixer == "attention" else "-"
+        ls = backend_line(mixer, backend)
         label = f"{series} · {regime}" + (f" ({setting})" if setting else "")
         ax.errorbar(
             res[idx],
@@ -257,13 +257,13 @@ def cost_figure(
         st = style.of(mixers[idx[0]], e["regime"])
         ax.plot(x[idx], y[idx], ls="none", **st)
         grid = np.geomspace(np.nanmin(x[idx]), np.nanmax(x[idx]), 50)
-        backend = e["series"].split("/")[1] if e["series"].startswith("attention/") else None
+        backend = e["series"].split("/")[1] if "/" in e["series"] else None
         ax.plot(
             grid,
             np.exp(e["intercept"]) * grid ** e["slope"],
             color=st["color"],
             lw=1,
-            ls=BACKEND_STYLES.get(backend, "-"),
+            ls=backend_line(mixers[idx[0]], backend),
             label=f"{e['series']} · {e['regime']}: slope {e['slope']:.2f}"
             + (" (2 points, no fit)" if e.get("method") == "two_points" else ""),
         )

@@ -1,19 +1,17 @@
 """How every figure draws a study: one colour per mixer (stable across studies), one marker per
-regime, one line style per attention backend or regime, and the axis labels of common metrics."""
+regime, one line style per backend (a mixer's implementation switch) or regime, and the axis labels
+of common metrics. Colours, markers and line styles are the mixers' and regimes' own declarations
+(`models.facts`); those that declare none take spares, in a stable order."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 
-from vitscale.models.registry import MIXERS, mixer_order, regime_order
+from vitscale.models.registry import MIXERS, REGIMES, mixer_order, regime_order
 
-MIXER_COLORS = {"attention": "#1f77b4", "ssog": "#d62728"}
 SPARE_COLORS = ("#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
-REGIME_MARKERS = {"discrete": "o", "looped": "s", "ode": "^"}
 SPARE_MARKERS = ("D", "v", "P", "X")
-BACKEND_STYLES = {"sdpa": "-", "math": "--"}
-REGIME_STYLES = {"discrete": "-", "looped": "--", "ode": ":"}
 LABELS = {
     "params": "parameters (count)",
     "flops_per_image": "FLOPs per image (forward)",
@@ -26,13 +24,27 @@ LABELS = {
 
 
 def mixer_color(mixer: str) -> str:
-    """One colour per mixer, the same in every figure and study: fixed for attention and SSoG, the
-    rest by the mixer's place among the registered ones (unregistered names: after them, by name)."""
-    if mixer in MIXER_COLORS:
-        return MIXER_COLORS[mixer]
-    others = sorted(m for m in MIXERS if m not in MIXER_COLORS)
+    """One colour per mixer, the same in every figure and study: its declared one, else a spare by
+    its place among the registered mixers without one (unregistered names: after them, by name)."""
+    facts = MIXERS.facts()
+    if mixer in facts and facts[mixer].color:
+        return facts[mixer].color
+    others = sorted(m for m, f in facts.items() if not f.color)
     rank = others.index(mixer) if mixer in others else len(others) + sum(map(ord, mixer))
     return SPARE_COLORS[rank % len(SPARE_COLORS)]
+
+
+def regime_line(regime: str) -> str:
+    """The line style a regime declares for its fitted curves (solid where it declares none)."""
+    facts = REGIMES.facts().get(regime)
+    return (facts.line if facts else None) or "-"
+
+
+def backend_line(mixer: str, backend: str | None) -> str:
+    """The line style of a mixer's backend value (solid for mixers without a backend switch)."""
+    facts = MIXERS.facts().get(mixer)
+    declared = facts.backend if facts else None
+    return declared.lines.get(backend, "-") if declared is not None and backend is not None else "-"
 
 
 class Style:
@@ -41,8 +53,10 @@ class Style:
     def __init__(self, mixers: list, regimes: list):
         self.color = {m: mixer_color(m) for m in mixer_order([m for m in mixers if m])}
         markers = iter(SPARE_MARKERS * 4)
+        declared = REGIMES.facts()
         self.marker = {
-            r: REGIME_MARKERS.get(r) or next(markers) for r in regime_order([r for r in regimes if r])
+            r: (declared[r].marker if r in declared else None) or next(markers)
+            for r in regime_order([r for r in regimes if r])
         }
 
     def of(self, mixer, regime) -> dict:

@@ -23,8 +23,6 @@ SPEC_ARTIFACT = "spec.yaml"
 def parent_context(client: Any, parent: Any) -> dict:
     """{"reference", "space", "fidelity", "analysis", "tuned_from", "confirmation"}: each a mapping
     or None (missing or unreadable); "confirmation" maps each confirmed arm's tag to its record."""
-    from mlflow.exceptions import MlflowException
-
     reference = None
     raw = parent.data.tags.get(layout.REFERENCE)
     if raw:
@@ -40,7 +38,7 @@ def parent_context(client: Any, parent: Any) -> dict:
         analysis = doc.get("analysis") if isinstance(doc.get("analysis"), dict) else None
         search = doc.get("search") if isinstance(doc.get("search"), dict) else {}
         fidelity = search.get("fidelity") if isinstance(search.get("fidelity"), dict) else None
-    except (MlflowException, OSError, yaml.YAMLError):
+    except (store.mlflow_exception(), OSError, yaml.YAMLError):
         space = analysis = fidelity = None
     return {
         "reference": reference if isinstance(reference, dict) else None,
@@ -60,13 +58,11 @@ def _artifact_text(client: Any, parent: Any, path: str) -> str:
 def _confirmations(client: Any, parent: Any) -> dict | None:
     """{arm tag: its confirmation record} from `comparison.json` (logged when the study finished);
     None for a study that confirmed nothing (no RANK_TRANSFER tag), while it runs, or unreadable."""
-    from mlflow.exceptions import MlflowException
-
     if layout.RANK_TRANSFER not in parent.data.tags:
         return None  # no download for studies that never confirmed
     try:
         record = json.loads(_artifact_text(client, parent, layout.COMPARISON_ARTIFACT))
-    except (MlflowException, OSError, json.JSONDecodeError):
+    except (store.mlflow_exception(), OSError, json.JSONDecodeError):
         return None
     choices = record.get("choices") if isinstance(record, dict) else None
     if not isinstance(choices, dict):

@@ -27,8 +27,6 @@ CURVES = SideTable(CURVES_FILE, SCHEMA, "curves")
 
 def fetch_curves(tracking_uri: str, run_ids: list[str], on_run: Callable[[], None] | None = None) -> pa.Table:
     """The histories of `run_ids` (in that order, epochs ascending); a run with none adds no rows."""
-    from mlflow.exceptions import MlflowException  # third-party, heavy: only when reading MLflow
-
     client = store.client_for(tracking_uri)
     rows: dict[str, list] = {name: [] for name in SCHEMA.names}
     for run_id in run_ids:
@@ -36,7 +34,7 @@ def fetch_curves(tracking_uri: str, run_ids: list[str], on_run: Callable[[], Non
         for key in CURVE_METRICS:
             try:
                 history = client.get_metric_history(run_id, key)
-            except MlflowException:
+            except store.mlflow_exception():
                 history = []
             for m in history:  # a restarted epoch logged twice: its newest value wins
                 seen = by_epoch.setdefault(int(m.step), {}).get(key)

@@ -3,8 +3,10 @@
 Training trials and benchmark configurations log their model the same way (`model.*`), so each
 column here has one source (resolution: `data.resolution` for trials, `model.image_size` for
 benchmarks, which have no data set). Mixer settings come from the registry: every field of a
-registered mixer's settings becomes a column `<mixer>.<field>` (`ssog.num_gaussians`), filled on
-that mixer's rows only, so a new mixer's settings reach every table with no edit here.
+registered mixer's settings becomes a column `<mixer>.<field>` (e.g. `<mixer>.num_gaussians`), filled
+on that mixer's rows only, so a new mixer's settings reach every table with no edit here. A mixer
+that declares a backend (`models.facts.Backend`: a setting choosing an implementation of the same
+function) has it also in the column `backend`, which names its series and line styles.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from vitscale.models.registry import BASELINE, MIXERS
+from vitscale.models.facts import Backend
+from vitscale.models.registry import MIXERS
 
 FIELDS: dict[str, tuple[str, ...]] = {
     "mixer": ("model.mixer",),
@@ -34,6 +37,32 @@ def setting_fields() -> dict[str, tuple[str, str]]:
         for mixer, model in MIXERS.settings().items()
         for field in model.model_fields
     }
+
+
+def declared_backend(mixer: str | None) -> Backend | None:
+    """The backend switch `mixer` declares (None: it has none, or it is not registered)."""
+    facts = MIXERS.facts().get(mixer) if mixer is not None else None
+    return facts.backend if facts is not None else None
+
+
+def backend_columns() -> dict[str, str]:
+    """mixer -> the `<mixer>.<setting>` column of its backend, for the mixers that declare one."""
+    out = {}
+    for mixer, facts in MIXERS.facts().items():
+        if facts.backend is not None:
+            out[mixer] = f"{mixer}.{facts.backend.setting}"
+    return out
+
+
+def measured_backend(mixer: str | None, backend: str | None) -> str | None:
+    """The backend a benchmark names for a trained run's value: none for a mixer without one, its
+    setting's default where the run logged none, mapped as the mixer declares (what auto runs)."""
+    declared = declared_backend(mixer)
+    if declared is None:
+        return None
+    if backend is None:
+        backend = MIXERS.settings()[mixer].model_fields[declared.setting].default
+    return declared.measured_as.get(backend, backend)
 
 
 def descriptive_fields() -> tuple[str, ...]:
@@ -70,16 +99,22 @@ def with_fields(table: pa.Table) -> pa.Table:
         values = table.column(source).to_pylist() if source in table.column_names else [None] * n
         own = [v if m == mixer else None for m, v in zip(mixers, values, strict=True)]
         out = out.append_column(name, pa.array(own) if any(v is not None for v in own) else pa.nulls(n))
-    if "backend" not in out.column_names:  # attention's backend: its curves' line style and label
-        source = f"{BASELINE}.backend"
-        out = out.append_column(
-            "backend", out.column(source) if source in out.column_names else pa.nulls(n, pa.string())
-        )
+    if "backend" not in out.column_names:  # a mixer's backend: its curves' line style and label
+        out = out.append_column("backend", _backends(out))
     if "tokens" not in out.column_names:
         out = out.append_column("tokens", _tokens(out))
     out = out.append_column("series", pa.array(series_labels(out), pa.string()))
     used = pc.and_(pc.equal(out.column("status"), "FINISHED"), pc.invert(out.column("stopped_early")))
     return out.append_column("used", pc.fill_null(used, False))
+
+
+def _backends(table: pa.Table) -> pa.Array:
+    """Per row the value of its mixer's declared backend setting (null for mixers without one)."""
+    sources = {m: c for m, c in backend_columns().items() if c in table.column_names}
+    columns = {c: table.column(c).to_pylist() for c in sources.values()}
+    mixers = table.column("mixer").to_pylist()
+    values = [columns[sources[m]][i] if m in sources else None for i, m in enumerate(mixers)]
+    return pa.array(values, pa.string())
 
 
 def _tokens(table: pa.Table) -> pa.Array:
@@ -93,13 +128,14 @@ def _tokens(table: pa.Table) -> pa.Array:
 
 
 def series_labels(table: pa.Table) -> list[str]:
-    """One curve per label: `attention/sdpa`, `attention/math`, `ssog`; a mixer setting that varies
-    among a mixer's rows is appended (`ssog/num_gaussians=8`)."""
+    """One curve per label: the mixer, then its backend where it declares one (`<mixer>/<backend>`);
+    a mixer setting that varies among a mixer's rows is appended (`<mixer>/num_gaussians=8`)."""
     mixers = table.column("mixer").to_pylist()
     backends = table.column("backend").to_pylist()
     settings = {
         name: table.column(name).to_pylist() for name in setting_fields() if name in table.column_names
     }
+    switches = backend_columns()
     varying: dict[str, list[str]] = {}
     for name, values in settings.items():
         mixer = name.split(".", 1)[0]
@@ -108,10 +144,10 @@ def series_labels(table: pa.Table) -> list[str]:
     labels = []
     for i, (m, b) in enumerate(zip(mixers, backends, strict=True)):
         label = str(m)
-        if m == BASELINE and b is not None:
+        if m in switches and b is not None:
             label += f"/{b}"
         for name in varying.get(m, []):
-            if name != f"{BASELINE}.backend":
+            if name != switches.get(m):
                 label += f"/{name.split('.', 1)[1]}={settings[name][i]}"
         labels.append(label)
     return labels

@@ -42,8 +42,6 @@ def fetch_predictions(
     tracking_uri: str, run_ids: list[str], on_run: Callable[[], None] | None = None
 ) -> pa.Table:
     """The predictions of `run_ids` (in that order) from MLflow; a run without them adds no rows."""
-    from mlflow.exceptions import MlflowException  # third-party, heavy: only when reading MLflow
-
     client = store.client_for(tracking_uri)
     parts = []
     with tempfile.TemporaryDirectory() as tmp, store.quiet_artifact_progress():
@@ -52,7 +50,7 @@ def fetch_predictions(
             folder.mkdir()
             try:
                 client.download_artifacts(run_id, PREDICTIONS_ARTIFACT, str(folder))
-            except (MlflowException, OSError):
+            except (store.mlflow_exception(), OSError):
                 folder = None  # no predictions logged (older runs)
             for path in _prediction_files(folder):
                 parts.append(_rows(run_id, path.stem, read_predictions(path)))

@@ -44,6 +44,14 @@ LATER_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("arm", pa.string()),
 )
 _INT = re.compile(r"[+-]?\d+")
+# runs.parquet's schema metadata: the snapshot's own keys (bytes, as pyarrow keeps them; not MLflow
+# names), what `--from` reads a snapshot back with.
+META_STUDY = b"vitscale.study"
+META_KIND = b"vitscale.kind"
+META_PARAM_COLUMNS = b"vitscale.param_columns"
+META_METRIC_COLUMNS = b"vitscale.metric_columns"
+META_PARENT_RUN_IDS = b"vitscale.parent_run_ids"
+META_CONTEXT = b"vitscale.context"
 
 
 @dataclass
@@ -59,11 +67,11 @@ class StudyRuns:
 
     @property
     def param_columns(self) -> list[str]:
-        return json.loads(self.table.schema.metadata[b"vitscale.param_columns"])
+        return json.loads(self.table.schema.metadata[META_PARAM_COLUMNS])
 
     @property
     def metric_columns(self) -> list[str]:
-        return json.loads(self.table.schema.metadata[b"vitscale.metric_columns"])
+        return json.loads(self.table.schema.metadata[META_METRIC_COLUMNS])
 
 
 def parse_param_column(values: list[str | None]) -> pa.Array:
@@ -144,14 +152,14 @@ def with_metadata(
     context: dict | None = None,
 ) -> pa.Table:
     meta = {
-        "vitscale.study": study,
-        "vitscale.kind": kind,
-        "vitscale.param_columns": json.dumps(params),
-        "vitscale.metric_columns": json.dumps(metrics),
-        "vitscale.parent_run_ids": json.dumps(parents or []),
-        "vitscale.context": json.dumps(context or {}, sort_keys=True, default=str),
+        META_STUDY: study,
+        META_KIND: kind,
+        META_PARAM_COLUMNS: json.dumps(params),
+        META_METRIC_COLUMNS: json.dumps(metrics),
+        META_PARENT_RUN_IDS: json.dumps(parents or []),
+        META_CONTEXT: json.dumps(context or {}, sort_keys=True, default=str),
     }
-    return table.replace_schema_metadata({k.encode(): v.encode() for k, v in meta.items()})
+    return table.replace_schema_metadata({k: v.encode() for k, v in meta.items()})
 
 
 # --- MLflow ---------------------------------------------------------------------------------------
@@ -159,8 +167,6 @@ def with_metadata(
 
 def load_study_runs(study: str, tracking_uri: str | None = None, experiment: str | None = None) -> StudyRuns:
     """All trial runs of every parent run of `study`, deduplicated by trial id (newest run wins)."""
-    from mlflow.exceptions import MlflowException  # third-party, heavy: only when reading MLflow
-
     uri = tracking_uri or DEFAULT_TRACKING_URI
     _check_store(study, uri)
     client = store.client_for(uri)
@@ -174,7 +180,7 @@ def load_study_runs(study: str, tracking_uri: str | None = None, experiment: str
             for run in search_all(client, [parent.info.experiment_id], filt):
                 if run.data.tags.get(layout.ROLE, "trial") == "trial":
                     children[run.info.run_id] = run
-    except MlflowException as exc:
+    except store.mlflow_exception() as exc:
         raise UserError(f"cannot read the MLflow store at {uri}: {_first_line(exc)}") from None
     except OSError as exc:  # requests' ConnectionError is an OSError
         raise UserError(f"cannot reach the MLflow tracking server at {uri}: {_first_line(exc)}") from None
@@ -188,7 +194,7 @@ def load_study_runs(study: str, tracking_uri: str | None = None, experiment: str
     table = runs_to_table(runs, study, kind=newest.data.tags.get(layout.KIND))
     return StudyRuns(
         study=study,
-        kind=table.schema.metadata[b"vitscale.kind"].decode(),
+        kind=table.schema.metadata[META_KIND].decode(),
         table=table,
         parent_run_ids=[p.info.run_id for p in parents],
         tracking_uri=uri,
@@ -278,15 +284,15 @@ def read_snapshot(path: Path) -> StudyRuns:
         raise UserError(f"--from: {path} is not a Parquet file ({exc})") from None
     meta = table.schema.metadata or {}
     missing = [n for n, _ in BASE_COLUMNS if n not in table.column_names]
-    if missing or b"vitscale.study" not in meta:
+    if missing or META_STUDY not in meta:
         raise UserError(f"--from: {path} is not a vitscale runs snapshot (missing {missing or 'metadata'})")
     for name, typ in LATER_COLUMNS:
         if name not in table.column_names:
             table = table.append_column(name, pa.nulls(table.num_rows, typ))
     return StudyRuns(
-        study=meta[b"vitscale.study"].decode(),
-        kind=meta[b"vitscale.kind"].decode(),
+        study=meta[META_STUDY].decode(),
+        kind=meta[META_KIND].decode(),
         table=table.replace_schema_metadata(meta),
-        parent_run_ids=json.loads(meta[b"vitscale.parent_run_ids"]),
-        context=json.loads(meta.get(b"vitscale.context", b"{}")),
+        parent_run_ids=json.loads(meta[META_PARENT_RUN_IDS]),
+        context=json.loads(meta.get(META_CONTEXT, b"{}")),
     )

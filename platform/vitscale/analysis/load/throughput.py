@@ -2,7 +2,7 @@
 configuration and side, read from MLflow once and kept beside runs.parquet as throughput.parquet
 (so `--from` redraws the same front offline).
 
-A configuration is (mixer, regime, attention backend, resolution, width, depth, patch size): the
+A configuration is (mixer, regime, the mixer's backend, resolution, width, depth, patch size): the
 things that set an untrained model's cost. Weights do not, so a benchmark of untrained models of
 the trained arms' shape measures what the trained models would do.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from vitscale.analysis.load.fields import with_fields
+from vitscale.analysis.load.fields import declared_backend, with_fields
 from vitscale.analysis.load.runs import load_study_runs, read_snapshot, write_snapshot
 from vitscale.errors import UserError
 
@@ -25,8 +25,8 @@ MODEL_SHAPE = ("width", "depth", "patch_size")
 
 
 def throughput_key(mixer, regime, backend, resolution, *shape) -> tuple:
-    """Benchmarks name attention's backend on attention rows only; numbers compare as ints."""
-    backend = backend if mixer == "attention" else None
+    """Benchmarks name a backend only on the rows of a mixer that declares one; numbers compare as ints."""
+    backend = backend if declared_backend(mixer) is not None else None
     return (
         mixer,
         regime,

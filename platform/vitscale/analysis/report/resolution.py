@@ -102,7 +102,7 @@ def resolution_section(res: AnalysisResult) -> list[str]:
 
 
 def front_lines(res: AnalysisResult) -> list[str]:
-    """The front in words, for the CLI: 'ssog · ode at 44 px: 71.2 %, 1.2k img/s'."""
+    """The front in words, for the CLI: '<mixer> · <regime> at 44 px: 71.2 %, 1.2k img/s'."""
     front = sorted((p for p in res.resolution_points if p.on_front), key=lambda p: -(p.throughput or 0))
     return [
         f"{arm_display(p.arm)} at {p.resolution} px: {100 * p.test[0]:.1f} %, {si(p.throughput)} img/s"

@@ -249,9 +249,10 @@ def exponents_section(res: AnalysisResult) -> list[str]:
     return [
         "## Cost exponents (slope of log cost against log tokens)",
         "",
-        "The mixer's own FLOPs (`mixing_flops`: attention ~N², SSoG ~N^1.5) give its exponent; total "
-        "FLOPs mix in the linear projections and MLPs and understate it at small grids. The local "
-        "slope between the two largest resolutions is the one closest to the asymptote.",
+        "The mixer's own FLOPs (`mixing_flops`: ~N² for a dense N × N mixer, ~N^1.5 for a separable "
+        "one) give its exponent; total FLOPs mix in the projections and MLPs, whose cost grows as N, "
+        "and understate it at small grids. The local slope between the two largest resolutions is "
+        "the one closest to the asymptote.",
         "",
         *table(
             ["series", "regime", "setting", "quantity", "estimate", "slope [95 % CI]", "r²", "points"], rows

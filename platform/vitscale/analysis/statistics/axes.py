@@ -1,14 +1,16 @@
-"""The study's other axes as scaling curves: test error against SSoG's number of Gaussians, the ODE
-solver's tolerance (with the NFE it cost), the training resolution and the evaluation side.
+"""The study's other axes as scaling curves: test error against a setting a mixer or regime
+declares as an axis (e.g. a mixer's number of Gaussians, a solver's tolerance, with the NFE it
+cost), the training resolution and the evaluation side.
 
-The axes (AXES), and how each reads its levels from the runs table. Each axis names the params it
-owns (left out of the setting key), the runs it applies to, how a group's runs become (run, x,
-error) points, its trend model and its cost metric.
-- num_gaussians: `model.ssog.num_gaussians` on SSoG rows; power law.
-- tolerance: the (rtol, atol) pair of an adaptive ODE solver (fixed-grid solvers ignore both). The
-  x is rtol when it tells the pairs apart (atol rides along, shown per level), else atol; a full
-  rtol × atol grid becomes one rtol curve per atol. Cost: NFE (test's, else val's, else the last
-  training epoch's). Log-linear per decade.
+The axes (`axes_table()`), and how each reads its levels from the runs table. Each axis names the
+params it owns (left out of the setting key), the runs it applies to, how a group's runs become
+(run, x, error) points, its trend model and its cost metric.
+- declared axes (`models.facts.SearchAxis`, in registration order: the mixers', then the
+  regimes'): `model.<owner>.<field>` on the owner's rows that logged it, except where a field
+  holds a value the axis means nothing at (`unless`: a fixed-grid solver ignores tolerances).
+  The x is the first field that tells the group's levels apart (the others ride along, shown per
+  level), else the first; a full grid over two fields becomes one curve per value of the second.
+  Cost `nfe`: test's NFE, else val's, else the last training epoch's.
 - resolution: `data.resolution` (`model.image_size` follows it); power law.
 - eval_resolution: the sides a group's runs were evaluated at (`test_top1_at<R>`) plus the side
   they were trained at (`test_top1`); one curve per training setting; log-linear per doubling.
@@ -16,9 +18,9 @@ error) points, its trend model and its cost metric.
 The curves (axis_study). A curve compares only runs that differ in its axis alone: runs are grouped
 by every param except the seeds and the axis's own params, so a width or learning rate that also
 varies makes separate curves, never a pooled one. A mixer's or regime's settings section
-(`model.ssog.*`, `model.ode.*`) does nothing on another mixer's or regime's rows, so it does not
-split those (a study crossing attention with `model.ssog.num_gaussians` has one attention curve,
-not one per K). Per level: the test error (1 − test_top1, failed runs dropped or scored as chance by
+(`model.<mixer>.*`, `model.<regime>.*`) does nothing on another mixer's or regime's rows, so it
+does not split those (a study crossing a baseline with the candidate's `model.<candidate>.<field>`
+has one baseline curve, not one per value). Per level: the test error (1 − test_top1, failed runs dropped or scored as chance by
 the policy) as mean ± 95 % t-interval over seeds, n, and the outcomes of the level's runs. An axis
 that no group varies (< 2 levels) yields no study at all: no figure, no section.
 
@@ -27,12 +29,12 @@ curve says why: a curve through 3-5 points bends any way a 2-3 parameter form le
 chosen by the axis:
 - `power_law`: error = a·x^(-b) + c through every run's error, by statistics.fits.fit_power_law
   (log space, Huber, grid of starts; b's 95 % interval by its bootstrap of seeds within levels).
-  For axes where more is expected to help: Gaussians, training resolution.
+  For axes where more is expected to help (Gaussians, training resolution).
 - `log_linear_*`: error = α + β·log_base(x) by least squares over every run's error; β (error per
   doubling, or per decade) with a 95 % percentile interval from a bootstrap that redraws whole
   seeds (a seed's runs at every level together, fixed generator seed). For axes with no reason to
-  be monotone in a power law: solver tolerance (looser may cost accuracy), evaluation side (best
-  near the trained side).
+  be monotone in a power law (a solver's tolerance: looser may cost accuracy; the evaluation side:
+  best near the trained side).
 """
 
 from __future__ import annotations
@@ -51,14 +53,16 @@ from vitscale.analysis.load.outcomes import outcome_counts, scored
 from vitscale.analysis.statistics.aggregate import mean_ci
 from vitscale.analysis.statistics.fits import MIN_BOOT_OK, N_BOOT, PowerLawFit, fit_power_law
 from vitscale.analysis.statistics.resolution import eval_resolutions
-from vitscale.models.regimes.ode_settings import FIXED_GRID_SOLVERS
-from vitscale.models.registry import mixer_order, regime_order, sections
+from vitscale.models.facts import SearchAxis
+from vitscale.models.registry import MIXERS, REGIMES, mixer_order, regime_order, sections
 from vitscale.train.metrics import at_resolution
 
 METRIC = "test_top1"  # the error is 1 − this: reported, nothing selects on it
 # The cost beside the tolerance, the first one logged: test's NFE (the split the error is on), else
 # validation's, else the last training epoch's forwards.
 NFE_METRICS = ("test_nfe_mean", "val_nfe_mean", "nfe_mean")
+# A declared axis's `cost` -> the metrics it is read from, the first one logged.
+AXIS_COSTS = {"nfe": NFE_METRICS}
 
 
 @dataclass(frozen=True)
@@ -154,61 +158,72 @@ def _has(column: str) -> Callable[[pa.Table], np.ndarray]:
     return rows
 
 
-def _adaptive_ode(table: pa.Table) -> np.ndarray:
-    """ODE rows of an adaptive solver (rtol/atol mean nothing to a fixed grid); solver unlogged: dopri5."""
-    regimes, solvers = column_values(table, "regime"), column_values(table, "model.ode.solver")
-    return np.asarray(
-        [
-            r == "ode" and (s or "dopri5") not in FIXED_GRID_SOLVERS
-            for r, s in zip(regimes, solvers, strict=True)
-        ],
-        dtype=bool,
+def _owner_rows(kind: str, owner: str, declared: SearchAxis) -> Callable[[pa.Table], np.ndarray]:
+    """The rows a declared axis applies to: the owner's (its `kind` column names it) that logged one
+    of its fields and hold none of the values it means nothing at (an unlogged field: its default)."""
+    params = [f"model.{owner}.{f}" for f in declared.settings]
+    defaults = sections()[owner][1].model_fields
+
+    def rows(table: pa.Table) -> np.ndarray:
+        own = np.asarray([v == owner for v in column_values(table, kind)], dtype=bool)
+        logged = np.zeros(table.num_rows, dtype=bool)
+        for param in params:
+            logged |= np.asarray([v is not None for v in column_values(table, param)], dtype=bool)
+        for field_name, values in declared.unless.items():
+            default = defaults[field_name].default
+            held = column_values(table, f"model.{owner}.{field_name}")
+            own &= np.asarray([(v if v is not None else default) not in values for v in held], dtype=bool)
+        return own & logged
+
+    return rows
+
+
+def _declared_axis(kind: str, owner: str, declared: SearchAxis) -> Axis:
+    """The Axis of a SearchAxis that mixer or regime `owner` declares."""
+    return Axis(
+        declared.name,
+        declared.title,
+        declared.xlabel,
+        tuple(f"model.{owner}.{f}" for f in declared.settings),
+        _owner_rows(kind, owner, declared),
+        _param_points,
+        declared.trend,
+        AXIS_COSTS.get(declared.cost, ()) if declared.cost else (),
+        {f"model.{owner}.{f}": label for f, label in declared.x_names.items()},
     )
 
 
-AXES: dict[str, Axis] = {
-    axis.name: axis
-    for axis in (
-        Axis(
-            "num_gaussians",
-            "Test error vs number of Gaussians (SSoG)",
-            "Gaussians per head and axis (K)",
-            ("model.ssog.num_gaussians",),
-            _has("ssog.num_gaussians"),
-            _param_points,
-            "power_law",
-        ),
-        Axis(
-            "tolerance",
-            "Test error and NFE vs ODE solver tolerance",
-            "solver tolerance",
-            ("model.ode.rtol", "model.ode.atol"),
-            _adaptive_ode,
-            _param_points,
-            "log_linear_decade",
-            NFE_METRICS,
-            {"model.ode.rtol": "relative tolerance (rtol)", "model.ode.atol": "absolute tolerance (atol)"},
-        ),
-        Axis(
-            "resolution",
-            "Test error vs training resolution",
-            "training resolution (pixels per side)",
-            ("data.resolution", "model.image_size"),
-            _has("data.resolution"),
-            _param_points,
-            "power_law",
-        ),
-        Axis(
-            "eval_resolution",
-            "Test error vs evaluation resolution",
-            "evaluation resolution (pixels per side; patch fixed)",
-            (),
-            _has("resolution"),
-            _side_points,
-            "log_linear_doubling",
-        ),
-    )
-}
+GENERIC_AXES = (
+    Axis(
+        "resolution",
+        "Test error vs training resolution",
+        "training resolution (pixels per side)",
+        ("data.resolution", "model.image_size"),
+        _has("data.resolution"),
+        _param_points,
+        "power_law",
+    ),
+    Axis(
+        "eval_resolution",
+        "Test error vs evaluation resolution",
+        "evaluation resolution (pixels per side; patch fixed)",
+        (),
+        _has("resolution"),
+        _side_points,
+        "log_linear_doubling",
+    ),
+)
+
+
+def axes_table() -> dict[str, Axis]:
+    """name -> Axis: every axis a registered mixer, then regime, declares, then the generic ones."""
+    declared = [
+        _declared_axis(kind, owner, axis)
+        for kind, registry in (("mixer", MIXERS), ("regime", REGIMES))
+        for owner, facts in registry.facts().items()
+        for axis in facts.axes
+    ]
+    return {axis.name: axis for axis in (*declared, *GENERIC_AXES)}
 
 
 MIN_TREND_LEVELS = 6
@@ -430,8 +445,10 @@ def axis_study(
 def axis_studies(
     runs: pa.Table, param_columns: list[str], policy: str = "drop", *, n_boot: int = N_BOOT, seed: int = 0
 ) -> list[AxisStudy]:
-    """Every registered axis that varies in the study, in AXES order."""
-    found = (axis_study(runs, param_columns, a, policy, n_boot=n_boot, seed=seed) for a in AXES.values())
+    """Every axis that varies in the study, in `axes_table()` order."""
+    found = (
+        axis_study(runs, param_columns, a, policy, n_boot=n_boot, seed=seed) for a in axes_table().values()
+    )
     return [s for s in found if s is not None]
 
 

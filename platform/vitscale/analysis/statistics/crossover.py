@@ -46,8 +46,8 @@ SIGNS = {"ahead": 1, "behind": -1, "tied": 0, "undecided": None}
 class Crossover:
     regime: str
     setting: str
-    candidate: str  # series, e.g. "ssog"
-    baseline: str  # series, e.g. "attention/sdpa"
+    candidate: str  # a series label (analysis.load.fields.series_labels): a mixer not the baseline
+    baseline: str  # a series label of the baseline mixer, its backend included (`<mixer>/<backend>`)
     metric: str
     status: str  # see the module docstring
     resolution: float | None  # the interpolated crossover

@@ -13,8 +13,8 @@ Two objectives run in O(n log n) (sort and sweep); more objectives use blocked p
 The study's fronts (train_fronts, bench_fronts): Pareto fronts over configuration aggregates,
 written as `pareto_<x>_<y>.csv`.
 
-Training studies: one global front per pair (accuracy vs params, FLOPs, and NFE over ODE-regime
-configurations), across every mixer and regime, so the CSV says which mixer owns which part of it.
+Training studies: one global front per pair (accuracy vs params, FLOPs, and NFE over the configurations
+of regimes that count it), across every mixer and regime, so the CSV says which mixer owns which part of it.
 Benchmark studies compare configurations measured side by side, so fronts are taken per regime x
 resolution (x setting): the fastest, the leanest, and the throughput-memory trade-off.
 """
@@ -33,6 +33,7 @@ import pyarrow.csv as pacsv
 
 from vitscale.analysis.load.fields import SEED_COLUMNS, as_float, descriptive_fields, identity_sources
 from vitscale.analysis.statistics.aggregate import COUNT_COLUMNS
+from vitscale.models.registry import REGIMES
 from vitscale.pareto import pareto_mask
 
 __all__ = ["ParetoNaNWarning", "pareto_front", "pareto_indices", "pareto_mask"]
@@ -152,6 +153,12 @@ def with_setting(agg: pa.Table, param_columns: list[str]) -> pa.Table:
     return agg.append_column("setting", pa.array(labels, pa.string()))
 
 
+def nfe_rows(table: pa.Table) -> pa.Table:
+    """The rows of regimes that count function evaluations (`counts_nfe`): NFE means nothing elsewhere."""
+    counting = [name for name, facts in REGIMES.facts().items() if facts.counts_nfe]
+    return table.filter(pc.is_in(table.column("regime"), pa.array(counting, pa.string())))
+
+
 def train_fronts(agg: pa.Table) -> list[Front]:
     """Max mean top-1 against min mean cost, over configurations with at least one finished run."""
     done = agg.filter(pc.greater(agg.column("n_used"), 0))
@@ -160,9 +167,7 @@ def train_fronts(agg: pa.Table) -> list[Front]:
         xm, ym = f"{x}_mean", f"{y}_mean"
         if xm not in done.column_names or ym not in done.column_names:
             continue
-        rows = done
-        if x == "nfe_mean":
-            rows = done.filter(pc.equal(done.column("regime"), "ode"))
+        rows = nfe_rows(done) if x == "nfe_mean" else done
         if not np.isfinite(as_float(rows.column(xm))).any():
             continue
         idx = pareto_indices(rows, [(ym, "max"), (xm, "min")])

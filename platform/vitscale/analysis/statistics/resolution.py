@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from vitscale.analysis.load.fields import measured_backend
 from vitscale.analysis.load.outcomes import scored
 from vitscale.analysis.load.throughput import MODEL_SHAPE, throughput_key
 from vitscale.analysis.statistics.aggregate import mean_ci
@@ -147,8 +148,7 @@ def _place(points, arms, table: pa.Table, throughput: dict[tuple, float]) -> Non
     for (label, r), point in points.items():
         rows = by_label[label].rows
         mixer, regime, backend = (_first(table, c, rows) for c in ("mixer", "regime", "backend"))
-        if mixer == "attention" and backend in (None, "auto"):
-            backend = "sdpa"  # what auto runs at benchmark precision (float32, or CUDA), which rows name
+        backend = measured_backend(mixer, backend)  # e.g. what `auto` runs at a benchmark's precision
         shape = [_first(table, c, rows) for c in MODEL_SHAPE]
         point.throughput = throughput.get(throughput_key(mixer, regime, backend, r, *shape))
     placed = [p for p in points.values() if p.throughput is not None and math.isfinite(p.test[0])]

@@ -37,7 +37,7 @@ class Comparison:
 
     @property
     def shown(self) -> str:
-        """'ssog · ode − attention · ode': the two arms as people read them."""
+        """'<mixer> · <regime> − <reference mixer> · <regime>': the two arms as people read them."""
         return f"{arm_display(self.candidate)} − {arm_display(self.reference)}"
 
 

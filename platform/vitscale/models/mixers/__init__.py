@@ -9,18 +9,24 @@ The mixer contract (what `vit.Block` and `measure` rely on):
 - instance attributes `width: int` and `build_grid: tuple[int, int]` (`config.width`,
   `config.grid`): the channels it mixes and the grid it was built for, which `measure` runs it on
   (`mixing_flops`, and `lipschitz_bound` of a mixer called without a grid);
-- declared with it (read without importing the class): `wants_pos_embed: bool`, whether the
-  ViT adds a learned absolute position embedding by default (`ModelConfig.pos_embed` overrides
-  it); optionally `default_layer_scale: float`, the LayerScale the mixer needs where the regime
-  builds none (`ModelConfig.resolved_layer_scale`; `model.layer_scale` overrides it), and
-  `check_config(config)`, a rule spanning its settings and the core fields (`ValueError`);
+- declared with it (read without importing the class; `models.facts.MixerFacts`): `wants_pos_embed:
+  bool`, whether the ViT adds a learned absolute position embedding by default
+  (`ModelConfig.pos_embed` overrides it); optionally `default_layer_scale: float`, the LayerScale
+  the mixer needs where the regime builds none (`ModelConfig.resolved_layer_scale`;
+  `model.layer_scale` overrides it), `check_config(config)`, a rule spanning its settings and the
+  core fields (`ValueError`), and what benchmarks and the analysis read: `color` (its colour in
+  every figure), `axes` (study axes its settings span: `SearchAxis`), `backend` (a setting that
+  picks an implementation of the same function: `Backend`), `benched` (measured by `vitscale
+  bench` by default);
 - optional instance attribute `kernel_cache` (a `models.kernel_cache.KernelCache`): operators
   derived from the mixer's own small parameters, kept between no-grad forwards and checked by
   value once per model forward (`VisionTransformer` opens `kernel_cache_scope` around each one).
+The class is checked against `models.protocols.Mixer` when first imported.
 A new mixer is its two files here plus one declaration below (registration order is the
 order of sections, flags and columns).
 """
 
+from vitscale.models.facts import Backend, SearchAxis
 from vitscale.models.mixers import (
     attention_settings,
     axial_settings,
@@ -33,9 +39,16 @@ from vitscale.models.registry import declare_mixer
 
 _HERE = __name__  # "vitscale.models.mixers": where each class is imported from when first built
 
-# permutation-equivariant: it needs absolute positions
+# permutation-equivariant: it needs absolute positions; measured once per backend (sdpa: the fused
+# kernel, math: explicit N x N weights; auto runs sdpa at a benchmark's float32 or on CUDA)
 declare_mixer(
-    "attention", f"{_HERE}.attention:Attention", attention_settings.AttentionSettings, wants_pos_embed=True
+    "attention",
+    f"{_HERE}.attention:Attention",
+    attention_settings.AttentionSettings,
+    wants_pos_embed=True,
+    color="#1f77b4",
+    backend=Backend("backend", lines={"sdpa": "-", "math": "--"}, measured_as={"auto": "sdpa"}),
+    benched=True,
 )
 # equivariant to permutations within a row/column: needs positions
 declare_mixer("axial", f"{_HERE}.axial:AxialAttention", axial_settings.AxialSettings, wants_pos_embed=True)
@@ -49,8 +62,15 @@ declare_mixer(
     wants_pos_embed=True,
     default_layer_scale=0.1,
 )
-# PoolFormer has none; set model.pos_embed to add one
-declare_mixer("pooling", f"{_HERE}.pooling:Pooling", pooling_settings.PoolingSettings, wants_pos_embed=False)
+# PoolFormer has none; set model.pos_embed to add one. Benchmarked by default: mixing almost free,
+# its speed-up over attention is the ceiling of any mixer on that machine
+declare_mixer(
+    "pooling",
+    f"{_HERE}.pooling:Pooling",
+    pooling_settings.PoolingSettings,
+    wants_pos_embed=False,
+    benched=True,
+)
 # the kernels are functions of relative position already
 declare_mixer(
     "ssog",
@@ -58,4 +78,14 @@ declare_mixer(
     ssog_settings.SSoGSettings,
     wants_pos_embed=False,
     check_config=ssog_settings.check_config,
+    color="#d62728",
+    axes=(
+        SearchAxis(
+            "num_gaussians",
+            "Test error vs number of Gaussians (SSoG)",
+            "Gaussians per head and axis (K)",
+            ("num_gaussians",),
+        ),
+    ),
+    benched=True,
 )

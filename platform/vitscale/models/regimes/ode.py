@@ -78,13 +78,14 @@ class NeuralOde(nn.Module):
 
     # An adaptive solver's step count depends on the weights: FLOPs are counted on a real forward.
     flops_depend_on_values = True
+    last_nfe: int | None = None  # field evaluations of the latest forward (set by each forward)
 
     def __init__(self, config: ModelConfig, make_block: Callable[[], nn.Module]) -> None:
         super().__init__()
         self.block = make_block()
         self.settings: OdeConfig = config.settings("ode")
         self.t_end = float(self.settings.t_end if self.settings.t_end is not None else config.depth)
-        self.last_nfe: int | None = None
+        self.last_nfe = None
         self.nfe_count = 0  # every field evaluation so far, adjoint backward solves included
 
     def solver_kwargs(self) -> dict[str, Any]:

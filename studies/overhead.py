@@ -1,4 +1,5 @@
-"""How much of a finished study's trial-slot time went into training epochs.
+"""How much of a finished study's trial-slot time went into training epochs: a measurement of a
+study already run, read back from MLflow (studies/load_benchmark.py reports it after its load run).
 
 Definitions (all read back from MLflow, the study's record):
 
@@ -15,7 +16,7 @@ Definitions (all read back from MLflow, the study's record):
   loading, model build, checkpoints, the final test evaluation, Tune's scheduling — is overhead.
   `trial_share` divides by the sum of trial intervals instead (overhead inside the trials only).
 
-    python -m vitscale.tune.overhead quickstart --tracking-uri sqlite:///mlflow.db [--json]
+    python studies/overhead.py quickstart --tracking-uri sqlite:///mlflow.db [--json]
 """
 
 from __future__ import annotations
@@ -117,9 +118,7 @@ def measure(client, study: str, parent_run_id: str | None = None, slots: int | N
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m vitscale.tune.overhead", description=__doc__.split("\n")[0]
-    )
+    parser = argparse.ArgumentParser(prog="python studies/overhead.py", description=__doc__.split("\n")[0])
     parser.add_argument("study")
     parser.add_argument("--tracking-uri", default=layout.DEFAULT_TRACKING_URI)
     parser.add_argument("--parent-run-id", default=None, help="an execution other than the newest")
