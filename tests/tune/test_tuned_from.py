@@ -105,6 +105,7 @@ def test_tuned_from_with_a_space_or_outside_a_comparison_is_refused(tmp_path, ch
     assert any(line.split(": ")[1] == key for line in err.value.lines), err.value.lines
 
 
+@pytest.mark.slow
 def test_a_follow_up_re_runs_the_tuned_points_across_resolutions_and_analyses_them(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     results = tmp_path / "results"
