@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from conftest import deal, merged_durations
 
 TESTS = Path(__file__).resolve().parent
@@ -99,4 +100,6 @@ def test_runs_ray_in_a_child():
     )
     result = suite.runpytest_subprocess("-p", "no:cacheprovider", timeout=600)
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*test_runs_ray_in_a_child started Ray (session_*): mark it @pytest.mark.slow*"])
+    result.stdout.fnmatch_lines(
+        ["*test_runs_ray_in_a_child started Ray (session_*): mark it @pytest.mark.slow*"]
+    )

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import itertools
 import pickle
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 from ray import tune
 
@@ -80,8 +81,11 @@ def trial_configs(spec, search) -> list[dict]:
     random draws of its space (Optuna's RandomSampler, `search.sampler_seed`) x seeds, numbered."""
     if search is not None:
         _, space, _ = search
-        grids = {k: v["grid_search"] if isinstance(v, dict) and "grid_search" in v else [v] for k, v in space.items()}
-        return [dict(zip(grids, values)) for values in itertools.product(*grids.values())]
+        grids = {
+            k: v["grid_search"] if isinstance(v, dict) and "grid_search" in v else [v]
+            for k, v in space.items()
+        }
+        return [dict(zip(grids, values, strict=True)) for values in itertools.product(*grids.values())]
     seeds = list(spec.search.seeds)
     if spec.search.algorithm == "grid":
         return [{"point": p, "seed": s} for p in grid_points(spec) for s in seeds]
@@ -125,7 +129,9 @@ class FakeTuner:
 
     def result(self, trial: FakeTrial) -> dict:
         config = trial.config
-        score = self.fake.score(self.directory.name, resolve_trial(self.spec, config["point"], config["seed"]))
+        score = self.fake.score(
+            self.directory.name, resolve_trial(self.spec, config["point"], config["seed"])
+        )
         failed = score is None
         return {
             "val_top1": float("nan") if failed else score,
@@ -172,7 +178,8 @@ class FakeTune:
         from vitscale.tune import cluster, comparison, run, storage
 
         fake_tune = SimpleNamespace(
-            Tuner=SimpleNamespace(can_restore=self.can_restore, restore=self.restore), grid_search=tune.grid_search
+            Tuner=SimpleNamespace(can_restore=self.can_restore, restore=self.restore),
+            grid_search=tune.grid_search,
         )
         monkeypatch.setattr(comparison, "tune", fake_tune)
         monkeypatch.setattr(comparison, "build_tuner", self.build_tuner)

@@ -56,7 +56,9 @@ def study(tmp_path, monkeypatch):
         fake.install(monkeypatch)
         return resume_study(name, storage=str(tmp_path / "results"), verbose=0)
 
-    return type("Study", (), {"run": staticmethod(run), "resume": staticmethod(resume), "uri": uri, "root": tmp_path})
+    return type(
+        "Study", (), {"run": staticmethod(run), "resume": staticmethod(resume), "uri": uri, "root": tmp_path}
+    )
 
 
 def _tuned_lrs(uri: str, study: str) -> dict[str, list[float]]:
@@ -106,22 +108,34 @@ def test_each_arm_tunes_then_its_best_point_runs_the_final_seeds_and_the_parent_
     for arm in ("attention", "ssog"):
         assert metrics[f"arm/{arm}/val_top1_mean"] == pytest.approx(rows[f"model.mixer={arm}"]["val_top1"])
         assert metrics[f"arm/{arm}/n"] == 2 and f"arm/{arm}/test_top1_mean" in metrics
-        assert metrics[f"arm/{arm}/tuning_val_top1"] == pytest.approx(rows[f"model.mixer={arm}"]["tuning_score"])
-    assert metrics["best_val_top1"] == max(metrics["arm/attention/val_top1_mean"], metrics["arm/ssog/val_top1_mean"])
+        assert metrics[f"arm/{arm}/tuning_val_top1"] == pytest.approx(
+            rows[f"model.mixer={arm}"]["tuning_score"]
+        )
+    assert metrics["best_val_top1"] == max(
+        metrics["arm/attention/val_top1_mean"], metrics["arm/ssog/val_top1_mean"]
+    )
     assert json.loads(parent.data.tags[layout.REFERENCE]) == {"model.mixer": "attention"}
     assert client.get_experiment_by_name("cmp").tags["mlflow.note.content"] == COMPARISON["description"]
-    record = json.loads(Path(client.download_artifacts(parent.info.run_id, layout.COMPARISON_ARTIFACT, str(study.root))).read_text())
+    record = json.loads(
+        Path(
+            client.download_artifacts(parent.info.run_id, layout.COMPARISON_ARTIFACT, str(study.root))
+        ).read_text()
+    )
     assert record["final_done"] and set(record["choices"]) == set(ARMS)
     follow_up = {k: v for k, v in COMPARISON.items() if k not in ("space", "search")}
     follow_up |= {"tuned_from": "cmp", "search": {"algorithm": "grid"}, "final": {"seeds": [200]}}
     borrowed, _ = borrowed_choices(load_study(write_study(study.root, "follow", **follow_up)), study.uri)
-    assert {arm: c["point"]["train.lr"] for arm, c in borrowed.items()} == pytest.approx(chosen)  # tuned_from reads it
+    borrowed_lrs = {arm: c["point"]["train.lr"] for arm, c in borrowed.items()}
+    assert borrowed_lrs == pytest.approx(chosen)  # what a tuned_from follow-up re-runs
 
     # A resume of the finished study runs nothing and leaves every end time where it was.
     ended = {r.info.run_id: r.info.end_time for r in [parent, *child_runs(study.uri, "cmp")]}
     study.resume(fake)
     assert fake.fits == ["tune-0", "tune-1", "final"]
-    after = {r.info.run_id: r.info.end_time for r in [client.get_run(parent.info.run_id), *child_runs(study.uri, "cmp")]}
+    after = {
+        r.info.run_id: r.info.end_time
+        for r in [client.get_run(parent.info.run_id), *child_runs(study.uri, "cmp")]
+    }
     assert after == ended and client.get_run(parent.info.run_id).info.status == "FINISHED"
 
 
@@ -150,7 +164,12 @@ def test_a_driver_killed_in_a_phase_resumes_there_and_finishes_exactly_the_plan(
 def test_a_driver_killed_while_confirming_keeps_the_arms_tuning_and_confirms_on_resume(study):
     """Tuned at a fidelity: each arm's top 3 points re-run at full fidelity; killed in the second
     arm's confirmation, the resume re-tunes nothing and the choice comes from full fidelity."""
-    search = {**COMPARISON["search"], "num_samples": 4, "fidelity": {"train.epochs": 1}, "confirm": {"top_k": 3}}
+    search = {
+        **COMPARISON["search"],
+        "num_samples": 4,
+        "fidelity": {"train.epochs": 1},
+        "confirm": {"top_k": 3},
+    }
 
     def full_fidelity_reverses(phase, trial):  # the low-fidelity ranking inverts at full fidelity
         value = score(phase, trial)

@@ -14,7 +14,15 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from study_helpers import TINY_TRIAL, arm_optuna_studies, child_runs, parent_runs, trial_stdout, vitscale, write_study
+from study_helpers import (
+    TINY_TRIAL,
+    arm_optuna_studies,
+    child_runs,
+    parent_runs,
+    trial_stdout,
+    vitscale,
+    write_study,
+)
 
 from vitscale.cli import main
 from vitscale.cli.dashboard_cmd import choose_study

@@ -1,4 +1,5 @@
-"""Studies on an in-process Ray with a SQLite MLflow store: grid, TPE, failures, preflight, resume."""
+"""Studies on an in-process Ray with a SQLite MLflow store: grid (its progress lines and `study
+status` too), TPE, failures, preflight, resume."""
 
 from __future__ import annotations
 
@@ -38,6 +39,18 @@ def test_grid_study_records_every_trial_and_a_diverging_one_fails_alone(tmp_path
         env={"RAY_ADDRESS": "127.0.0.1:9"},  # no --address: local, whatever cluster the shell names
     )
     assert "4 trials — 2 finished, 0 stopped early, 2 failed" in proc.stdout.replace("\n", " ")
+    # --quiet: vitscale's progress lines, not Ray's status table; `study status` lists the study.
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("[grid-tiny] ")]
+    assert lines[0].startswith("[grid-tiny] 0/4 done") and lines[0].endswith("ETA –"), proc.stdout
+    progress = r"2/4 done · 0 running · 2 failed · best val_top1 \d\.\d{3} \(n=1\) .*lr=0\.003"
+    assert re.search(progress, lines[-1]) and "ETA" in lines[-1] and "elapsed" in lines[-1], lines[-1]
+    for ray_table in ("Trial status", "Result logdir", "Current time:", "+--"):
+        assert ray_table not in proc.stdout + proc.stderr
+    assert "best configuration" in proc.stdout and "lr=0.003" in proc.stdout.split("best configuration")[1]
+    assert proc.stdout.strip().splitlines()[-1].startswith(f"execution folder: {tmp_path / 'results'}")
+    status = vitscale("study", "status", "--storage", str(tmp_path / "results"), cwd=tmp_path).stdout
+    [line] = status.strip().splitlines()
+    assert re.match(r"\[grid-tiny\] " + progress, line) and "finished" in line and "ETA" not in line, line
 
     [parent] = parent_runs(uri, "grid-tiny")
     assert parent.data.tags["vitscale.kind"] == "train" and parent.data.tags["vitscale.spec_hash"]
