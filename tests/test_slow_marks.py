@@ -1,5 +1,5 @@
-"""tests/conftest.py: the `slow` tests dealt into two xdist groups by measured duration, the
-durations file the suite keeps, and the guard that fails a test starting Ray without the mark
+"""tests/conftest.py and slow_schedule.py: the `slow` tests dealt into two xdist groups by measured
+duration, the durations file the suite keeps, and the guard that fails a test starting Ray without the mark
 (run on a copy of the conftest in pytester's folder)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import deal, merged_durations
+from slow_schedule import deal, merged_durations
 
 TESTS = Path(__file__).resolve().parent
 
@@ -42,7 +42,7 @@ def test_every_recorded_duration_names_a_slow_test_that_exists():
 @pytest.fixture
 def suite(pytester):
     """pytester's folder with this suite's conftest (and the cluster fixtures it loads)."""
-    for name in ("conftest.py", "fixtures_cluster.py"):
+    for name in ("conftest.py", "fixtures_cluster.py", "slow_schedule.py"):
         shutil.copy(TESTS / name, pytester.path / name)
     return pytester
 
