@@ -1,5 +1,6 @@
-"""Studies on an in-process Ray with a SQLite MLflow store: grid (its progress lines and `study
-status` too), TPE, failures, preflight, resume."""
+"""Studies on an in-process Ray with a SQLite MLflow store: grid (its progress lines, `study
+status`, and its concurrent trials' threads and OpenMP wait policy too), TPE, failures, preflight,
+resume."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections import Counter
 
 import pytest
 from mlflow import MlflowClient
-from study_helpers import child_runs, parent_runs, start_vitscale, vitscale, write_study
+from study_helpers import child_runs, parent_runs, start_vitscale, trial_stdout, vitscale, write_study
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +24,9 @@ def study_run(study, uri: str, storage, *extra: str, cpus: int = 1) -> list[str]
     return [*command, "--num-cpus", str(cpus), *extra]
 
 
-def test_grid_study_records_every_trial_and_a_diverging_one_fails_alone(tmp_path):
+def test_grid_study_records_every_trial_and_a_diverging_one_fails_alone(tmp_path, monkeypatch):
+    for name in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)  # the CLI's environment is this one's: vitscale sets them
     study = write_study(
         tmp_path,
         "grid-tiny",
@@ -65,6 +68,11 @@ def test_grid_study_records_every_trial_and_a_diverging_one_fails_alone(tmp_path
         assert tags["mlflow.parentRunId"] == parent.info.run_id
         assert params["model.width"] == "16" and params["data.dataset"] == "digits"
         assert tags["vitscale.node_id"]
+        # Two 1-CPU trials at once on 2 CPUs: each ran 1 thread, its worker started passive.
+        assert params["train.threads"] == "1"
+        text = trial_stdout(uri, run, tmp_path / "logs")
+        first = next((line for line in text.splitlines() if " trial {" in line), text)  # its own first line
+        assert first.endswith("epochs, 1 thread, OMP_WAIT_POLICY=PASSIVE"), first
         if float(params["train.lr"]) > 1:
             assert tags["vitscale.status"] == "FAILED" and run.info.status == "FAILED"
             assert tags["vitscale.failure_reason"].startswith(
