@@ -45,6 +45,15 @@ def merged_durations(
     return {k: v for k, v in sorted(merged.items()) if (root / k.split("::")[0]).is_file()}
 
 
+def split_group(nodeid: str) -> tuple[str, str]:
+    """(nodeid, xdist group): under `--dist loadgroup` a worker reports `tests/x.py::t[a@b]@group`
+    (xdist appends the group; an `@` inside the parameters' brackets is the test's own)."""
+    if nodeid.rfind("@") > nodeid.rfind("]"):
+        plain, group = nodeid.rsplit("@", 1)
+        return plain, group
+    return nodeid, ""
+
+
 class DurationRecorder:
     """A pytest plugin: sums setup, call and teardown of every slow test that passed (or skipped)
     and folds them into the durations file when the session ends. Registered on the xdist
@@ -53,14 +62,18 @@ class DurationRecorder:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.seconds: dict[str, float] = {}
+        self.group: dict[str, str] = {}
         self.failed: set[str] = set()
+        self.changed = 0
 
     def pytest_runtest_logreport(self, report) -> None:
         if "slow" not in report.keywords:
             return
-        self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+        nodeid, group = split_group(report.nodeid)
+        self.seconds[nodeid] = self.seconds.get(nodeid, 0.0) + report.duration
+        self.group[nodeid] = group
         if report.failed:
-            self.failed.add(report.nodeid)
+            self.failed.add(nodeid)
 
     def pytest_sessionfinish(self, session) -> None:
         measured = {k: v for k, v in self.seconds.items() if k not in self.failed}
@@ -68,5 +81,19 @@ class DurationRecorder:
             return
         recorded = read_durations(self.path)
         merged = merged_durations(recorded, measured, session.config.rootpath)
+        self.changed = sum(merged.get(k) != recorded.get(k) for k in measured)
         if merged != recorded:
             self.path.write_text(json.dumps(merged, indent=1) + "\n")
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        """One line for the CI log: how long each group's slow tests took, what the file took in."""
+        if not self.seconds:
+            return
+        totals: dict[str, float] = {}
+        for nodeid, seconds in self.seconds.items():
+            group = self.group[nodeid] or "one process"
+            totals[group] = totals.get(group, 0.0) + seconds
+        groups = ", ".join(f"{g} {s:.0f} s" for g, s in sorted(totals.items()))
+        terminalreporter.write_line(
+            f"slow tests: {groups}; {self.path.name}: {self.changed} of {len(self.seconds)} updated"
+        )

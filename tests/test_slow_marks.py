@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from slow_schedule import deal, merged_durations
+from slow_schedule import deal, merged_durations, split_group
 
 TESTS = Path(__file__).resolve().parent
 
@@ -30,6 +30,12 @@ def test_the_durations_file_takes_a_measurement_that_moved_and_forgets_deleted_f
     measured = {here + "1": 110.0, here + "2": 200.0, here + "3": 1.0}
     merged = merged_durations(recorded, measured, TESTS.parent)
     assert merged == {here + "1": 100.0, here + "2": 200.0, here + "3": 1.0}
+
+
+def test_a_workers_nodeid_loses_the_group_xdist_appended_and_keeps_its_own_at_signs():
+    assert split_group("tests/a.py::t@processes-1") == ("tests/a.py::t", "processes-1")
+    assert split_group("tests/a.py::t[x@y]") == ("tests/a.py::t[x@y]", "")
+    assert split_group("tests/a.py::t[x@y]@processes-0") == ("tests/a.py::t[x@y]", "processes-0")
 
 
 def test_every_recorded_duration_names_a_slow_test_that_exists():
@@ -78,11 +84,41 @@ def test_a_test_that_starts_ray_without_the_mark_fails_and_one_asking_for_a_clus
     result.stdout.fnmatch_lines(
         ["*test_unmarked_and_starts_ray started Ray (session_2026_fake): mark it @pytest.mark.slow*"]
     )
+    result.stdout.fnmatch_lines(["slow tests: one process * s; durations.json: 2 of 2 updated"])
     recorded = json.loads((suite.path / "durations.json").read_text())
     assert set(recorded) == {  # the slow ones that passed, one marked by its fixture
         "test_inner.py::test_unmarked_but_asks_for_a_cluster",
         "test_inner.py::test_marked_and_starts_ray",
     }
+
+
+def test_make_tests_two_workers_each_run_one_slow_group_and_the_file_keeps_plain_nodeids(suite):
+    """As `make test` runs: xdist's loadgroup appends each slow test's group to its nodeid on the
+    worker; the controller records the test under its own name and prints each group's time."""
+    suite.makepyfile(
+        test_inner="""
+import pytest
+
+@pytest.mark.slow
+def test_a():
+    pass
+
+@pytest.mark.slow
+@pytest.mark.parametrize("x", ["p@q"])
+def test_b(x):
+    pass
+
+def test_fast():
+    pass
+"""
+    )
+    result = suite.runpytest("-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        ["slow tests: processes-0 * s, processes-1 * s; durations.json: 2 of 2 updated"]
+    )
+    recorded = json.loads((suite.path / "durations.json").read_text())
+    assert set(recorded) == {"test_inner.py::test_a", "test_inner.py::test_b[p@q]"}
 
 
 @pytest.mark.slow
