@@ -40,6 +40,7 @@ def test_best_is_the_best_seed_mean_per_arm_and_the_pareto_set_for_several_objec
     assert sorted(e["config_key"] for e in front) == ["x", "y"]  # z: worse than y on both
 
 
+@pytest.mark.slow
 def test_study_logs_the_best_checkpoint_per_arm_the_trial_logs_and_a_wandb_offline_run(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb"))
     monkeypatch.setenv("WANDB_MODE", "offline")

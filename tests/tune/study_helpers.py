@@ -30,8 +30,9 @@ def write_study(folder: Path, name: str, **sections) -> Path:
 
 def cli_env() -> dict[str, str]:
     """A user's shell: without the RAY_*/TUNE_* variables an in-process ray.init left in this
-    process (it sets RAY_AUTH_MODE=token, which a token-less local cluster then refuses)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "TUNE_"))}
+    process (it sets RAY_AUTH_MODE=token, which a token-less local cluster then refuses). RAY_TMPDIR
+    stays: tests/conftest.py looks there for a Ray started by a test not marked slow."""
+    env = {k: v for k, v in os.environ.items() if k == "RAY_TMPDIR" or not k.startswith(("RAY_", "TUNE_"))}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("RAY_DEDUP_LOGS", "1")
     env["PYTHONUNBUFFERED"] = "1"

@@ -1,7 +1,9 @@
 """Low-fidelity tuning confirmed at full fidelity (`search.confirm`): the key and its checks, the
 confirmation study and the planned trials, the choice from the confirmation runs with Spearman's ρ,
 the record `study show` prints (each arm, its rank transfer, its tuned values at a range's edge),
-and (slow) a tiny comparison on digits run through the real CLI, analysed and resumed."""
+and (slow) a tiny comparison on digits run through the real CLI, analysed and resumed: the one
+real-Ray run of a comparison's record (arm Optuna studies, trial logs; the parent run's summary and
+the phases' order and resume points are tests/tune/test_comparison_driver.py's, on a fake Tune)."""
 
 from __future__ import annotations
 
@@ -12,9 +14,18 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from study_helpers import TINY_TRIAL, child_runs, parent_runs, vitscale, write_study
+from study_helpers import (
+    TINY_TRIAL,
+    arm_optuna_studies,
+    child_runs,
+    parent_runs,
+    trial_stdout,
+    vitscale,
+    write_study,
+)
 
 from vitscale.cli import main
+from vitscale.cli.dashboard_cmd import choose_study
 from vitscale.study import SpecError, count_trials, load_study
 from vitscale.study.comparison import arm_list, arm_study, confirm_study, confirm_top_k, final_study
 from vitscale.study.plan import planned_trials
@@ -315,6 +326,15 @@ def test_a_tiny_comparison_confirms_its_top_points_at_full_fidelity_end_to_end(t
         assert "train.batch_size" in [e["key"] for e in choice["edges"]], key
         final = [r for r in runs if r.data.tags[layout.PHASE] == "final" and r.data.tags[layout.ARM] == key]
         assert float(final[0].data.params["train.lr"]) == pytest.approx(choice["point"]["train.lr"])
+
+    # Each arm its own named Optuna study (what `vitscale dashboard --arm` opens); every run its
+    # trial's own log lines: its config, each epoch, test at the last one.
+    assert arm_optuna_studies(execution, arms=2) == ["cmp-confirm/attention", "cmp-confirm/ssog"]
+    chosen, line = choose_study("cmp-confirm", str(results), "ssog")
+    assert (chosen.label, chosen.folder, line) == ("ssog", "tune-1", None)
+    final_run = next(r for r in runs if r.data.tags[layout.PHASE] == "final")
+    text = trial_stdout(uri, final_run, tmp_path / "logs")
+    assert "trial {" in text and "epoch 1/3" in text and "test_top1" in text.splitlines()[-1], text
 
     show = vitscale("study", "show", str(study), "--set", f"storage={results}", cwd=tmp_path)
     assert (

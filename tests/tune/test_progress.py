@@ -1,15 +1,13 @@
-"""The progress line of a study: counts, best by seed mean, ETA, one line per change of state; and
-(slow) a real study with --quiet prints those lines and not Ray's table."""
+"""The progress line of a study: counts, best by seed mean, ETA, one line per change of state (a
+real study with --quiet printing those lines and not Ray's table: test_study_local.py's grid study)."""
 
 from __future__ import annotations
 
 import pickle
-import re
 import time
 from types import SimpleNamespace
 
 import pytest
-from study_helpers import vitscale, write_study
 
 from vitscale.tracking.seed_mean import ConfigMean
 from vitscale.tune.progress import ProgressCallback, Snapshot, duration, eta_s, snapshot_of_trials
@@ -123,34 +121,3 @@ def test_a_pickled_callback_resumes_with_a_fresh_clock_and_prints_at_once():
     restored = pickle.loads(pickle.dumps(callback))
     assert restored.since is None and restored._changed and restored.planned == 4
     assert restored._first_start is None and restored.clock is time.monotonic  # this driver's own clock
-
-
-@pytest.mark.slow
-def test_a_quiet_study_prints_progress_lines_not_rays_table_and_status_lists_it(tmp_path):
-    study = write_study(
-        tmp_path,
-        "progress-tiny",
-        space={"train.lr": {"grid": [3.0e-3, 1.0e30]}},
-        search={"algorithm": "grid", "seeds": [0, 1], "max_concurrent_trials": 2},
-    )
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    storage = str(tmp_path / "results")
-    command = ["study", "run", str(study), "--tracking-uri", uri, "--storage", storage, "--num-cpus", "2"]
-    proc = vitscale(*command, "--quiet", "--set", "trial.train.grad_clip=null", cwd=tmp_path)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("[progress-tiny] ")]
-    assert lines[0].startswith("[progress-tiny] 0/4 done") and lines[0].endswith("ETA –"), proc.stdout
-    assert re.search(
-        r"2/4 done · 0 running · 2 failed · best val_top1 \d\.\d{3} \(n=2\) lr=0\.003", lines[-1]
-    )
-    assert "ETA" in lines[-1] and "elapsed" in lines[-1]
-    for ray_table in ("Trial status", "Result logdir", "Current time:", "+--"):
-        assert ray_table not in proc.stdout + proc.stderr
-    assert "best configuration" in proc.stdout and "lr=0.003" in proc.stdout.split("best configuration")[1]
-    assert proc.stdout.strip().splitlines()[-1].startswith("execution folder: " + storage)
-
-    status = vitscale("study", "status", "--storage", storage, cwd=tmp_path).stdout.strip().splitlines()
-    assert len(status) == 1, status
-    assert re.match(
-        r"\[progress-tiny\] 2/4 done · 0 running · 2 failed · best val_top1 .* \(n=2\) lr=0\.003", status[0]
-    )
-    assert "finished" in status[0] and "ETA" not in status[0]

@@ -1,4 +1,5 @@
-"""HyperBand and median stopping through Ray Tune's own classes, one scheduler per arm."""
+"""HyperBand and median stopping through Ray Tune's own classes, one scheduler per arm (on real
+Ray: one small study under HyperBand)."""
 
 from __future__ import annotations
 
@@ -92,9 +93,11 @@ def test_early_stopping_needs_one_objective(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("kind", ["hyperband", "median"])
-def test_a_small_study_runs_under_the_scheduler(tmp_path, kind):
-    options = {"type": kind, "max_t": 2, "reduction_factor": 2} if kind == "hyperband" else {"type": kind}
+def test_a_small_study_runs_under_hyperband(tmp_path):
+    """On real Ray once, with the scheduler that pauses trials (a bracket finishing while one is
+    paused hung a study in CI); median stopping's rule per arm is the unit test's above."""
+    kind = "hyperband"
+    options = {"type": kind, "max_t": 2, "reduction_factor": 2}
     study = write_study(
         tmp_path,
         f"sched-{kind}",

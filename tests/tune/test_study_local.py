@@ -1,4 +1,6 @@
-"""Studies on an in-process Ray with a SQLite MLflow store: grid, TPE, failures, preflight, resume."""
+"""Studies on an in-process Ray with a SQLite MLflow store: grid (its progress lines, `study
+status`, and its concurrent trials' threads and OpenMP wait policy too), TPE, failures, preflight,
+resume."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from collections import Counter
 
 import pytest
 from mlflow import MlflowClient
-from study_helpers import child_runs, parent_runs, start_vitscale, vitscale, write_study
+from study_helpers import child_runs, parent_runs, start_vitscale, trial_stdout, vitscale, write_study
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +24,9 @@ def study_run(study, uri: str, storage, *extra: str, cpus: int = 1) -> list[str]
     return [*command, "--num-cpus", str(cpus), *extra]
 
 
-def test_grid_study_records_every_trial_and_a_diverging_one_fails_alone(tmp_path):
+def test_grid_study_records_every_trial_and_a_diverging_one_fails_alone(tmp_path, monkeypatch):
+    for name in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)  # the CLI's environment is this one's: vitscale sets them
     study = write_study(
         tmp_path,
         "grid-tiny",
@@ -38,6 +42,18 @@ def test_grid_study_records_every_trial_and_a_diverging_one_fails_alone(tmp_path
         env={"RAY_ADDRESS": "127.0.0.1:9"},  # no --address: local, whatever cluster the shell names
     )
     assert "4 trials — 2 finished, 0 stopped early, 2 failed" in proc.stdout.replace("\n", " ")
+    # --quiet: vitscale's progress lines, not Ray's status table; `study status` lists the study.
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("[grid-tiny] ")]
+    assert lines[0].startswith("[grid-tiny] 0/4 done") and lines[0].endswith("ETA –"), proc.stdout
+    progress = r"2/4 done · 0 running · 2 failed · best val_top1 \d\.\d{3} \(n=1\) .*lr=0\.003"
+    assert re.search(progress, lines[-1]) and "ETA" in lines[-1] and "elapsed" in lines[-1], lines[-1]
+    for ray_table in ("Trial status", "Result logdir", "Current time:", "+--"):
+        assert ray_table not in proc.stdout + proc.stderr
+    assert "best configuration" in proc.stdout and "lr=0.003" in proc.stdout.split("best configuration")[1]
+    assert proc.stdout.strip().splitlines()[-1].startswith(f"execution folder: {tmp_path / 'results'}")
+    status = vitscale("study", "status", "--storage", str(tmp_path / "results"), cwd=tmp_path).stdout
+    [line] = status.strip().splitlines()
+    assert re.match(r"\[grid-tiny\] " + progress, line) and "finished" in line and "ETA" not in line, line
 
     [parent] = parent_runs(uri, "grid-tiny")
     assert parent.data.tags["vitscale.kind"] == "train" and parent.data.tags["vitscale.spec_hash"]
@@ -52,6 +68,11 @@ def test_grid_study_records_every_trial_and_a_diverging_one_fails_alone(tmp_path
         assert tags["mlflow.parentRunId"] == parent.info.run_id
         assert params["model.width"] == "16" and params["data.dataset"] == "digits"
         assert tags["vitscale.node_id"]
+        # Two 1-CPU trials at once on 2 CPUs: each ran 1 thread, its worker started passive.
+        assert params["train.threads"] == "1"
+        text = trial_stdout(uri, run, tmp_path / "logs")
+        first = next((line for line in text.splitlines() if " trial {" in line), text)  # its own first line
+        assert first.endswith("epochs, 1 thread, OMP_WAIT_POLICY=PASSIVE"), first
         if float(params["train.lr"]) > 1:
             assert tags["vitscale.status"] == "FAILED" and run.info.status == "FAILED"
             assert tags["vitscale.failure_reason"].startswith(

@@ -1,9 +1,9 @@
 """`tuned_from`: a comparison that re-runs the points an earlier comparison tuned for its arms.
 
-Unit part: a source comparison written by hand into a real MLflow store (a parent run with the
-`comparison.json` and `spec.yaml` artifacts the driver logs). End to end: a real source
-comparison, then a follow-up whose arms add training resolutions and evaluate at other sides,
-analysed into accuracy at resolution."""
+A source comparison written by hand into a real MLflow store (a parent run with the
+`comparison.json` and `spec.yaml` artifacts the driver logs); end to end (slow), a follow-up on
+real Ray whose arms add training resolutions and evaluate at other sides, analysed into accuracy
+at resolution."""
 
 from __future__ import annotations
 
@@ -105,21 +105,13 @@ def test_tuned_from_with_a_space_or_outside_a_comparison_is_refused(tmp_path, ch
     assert any(line.split(": ")[1] == key for line in err.value.lines), err.value.lines
 
 
+@pytest.mark.slow
 def test_a_follow_up_re_runs_the_tuned_points_across_resolutions_and_analyses_them(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    """The source comparison as its driver leaves it in MLflow (`_source_store`; that the driver
+    records its choices so is test_comparison_driver.py's); the follow-up on real Ray."""
+    uri = _source_store(tmp_path)
     results = tmp_path / "results"
     common = ["--tracking-uri", uri, "--storage", str(results), "--num-cpus", "2", "--quiet"]
-    source = write_study(
-        tmp_path,
-        SOURCE,
-        kind="comparison",
-        arms={"model.mixer": ["attention", "ssog"]},
-        reference={"model.mixer": "attention"},
-        space={"train.lr": {"loguniform": [1.0e-3, 1.0e-2]}},
-        search={"algorithm": "random", "num_samples": 2, "seeds": [0], "max_concurrent_trials": 2},
-        final={"seeds": [100]},
-    )
-    vitscale("study", "run", str(source), *common, cwd=tmp_path)
     follow = write_study(
         tmp_path,
         "follow",
@@ -131,15 +123,12 @@ def test_a_follow_up_re_runs_the_tuned_points_across_resolutions_and_analyses_th
     [src_parent] = parent_runs(uri, SOURCE)
     [parent] = parent_runs(uri, "follow")
     assert json.loads(parent.data.tags[layout.TUNED_FROM])["run_id"] == src_parent.info.run_id
-    tuned = {
-        r.data.params["model.mixer"]: r.data.params["train.lr"]
-        for r in child_runs(uri, SOURCE)
-        if r.data.tags[layout.PHASE] == "final"
-    }
     runs = child_runs(uri, "follow")
     assert Counter(r.data.tags[layout.PHASE] for r in runs) == {"final": 4}  # nothing re-tuned
+    assert {r.data.params["data.train_resolutions"] for r in runs} == {"[16]", "[16, 24]"}
     for r in runs:
-        assert r.data.params["train.lr"] == tuned[r.data.params["model.mixer"]]
+        point = POINTS[f"model.mixer={r.data.params['model.mixer']}"]
+        assert float(r.data.params["train.lr"]) == point["train.lr"]
         assert {"test_top1_at16", "test_top1_at24", "test_top1_at32"} <= set(r.data.metrics)
     proc = vitscale("analyze", "follow", "--tracking-uri", uri, "--out", str(tmp_path / "rep"), cwd=tmp_path)
     report = (tmp_path / "rep" / "report.md").read_text()
