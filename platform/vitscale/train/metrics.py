@@ -26,7 +26,7 @@ EPOCH_METRICS = (
     "val_nfe_mean",  # ODE: mean vector-field evaluations per validation forward
     "peak_memory_mb",  # CUDA: peak allocated this epoch; CPU: the process's peak RSS so far
 )
-STATIC_METRICS = CONSTANT_METRICS  # params, flops_per_image (ODE: one field evaluation x val NFE)
+STATIC_METRICS = CONSTANT_METRICS  # params, flops_per_image (ODE: one field evaluation x val NFE), world_size
 SELECTABLE_METRICS = EPOCH_METRICS + STATIC_METRICS
 FINAL_METRICS = ("test_loss", "test_top1", "test_top5", "did_not_train")
 REPORTED_METRICS = SELECTABLE_METRICS

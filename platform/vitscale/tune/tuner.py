@@ -24,10 +24,10 @@ from vitscale.tracking.tune_callback import MlflowStudyCallback, TrialDescriptio
 from vitscale.tracking.wandb import wandb_callbacks
 from vitscale.tune import optuna_study, signed_storage, snapshot_period
 from vitscale.tune.arm_asha import scheduler_for
+from vitscale.tune.execution_modes import execution_mode
 from vitscale.tune.progress import ProgressCallback
 from vitscale.tune.replicates import ReplicatedSearcher
 from vitscale.tune.samplers import SAMPLERS
-from vitscale.tune.trainable import train_trial
 
 CHECKPOINTS_KEPT = 4  # per trial; see RunConfig below
 BENCH_COLUMNS = ["mixer", "regime", "resolution", "attention_backend"]  # a benchmark point's keys
@@ -35,9 +35,10 @@ BENCH_COLUMNS = ["mixer", "regime", "resolution", "attention_backend"]  # a benc
 
 def trainable_for(spec):
     """The trial function with its resources; benchmark studies time models instead of training."""
-    function = train_trial if study_kind(spec.kind).trains else bench_trial
+    if study_kind(spec.kind).trains:  # one process, or Ray Train workers (tune.execution_modes)
+        return execution_mode(spec).trainable(spec)
     resources = trial_resources(spec)  # a CPU benchmark timing reserves its whole node
-    return tune.with_resources(tune.with_parameters(function, spec=spec), resources)
+    return tune.with_resources(tune.with_parameters(bench_trial, spec=spec), resources)
 
 
 def describe_trial(config: dict, spec) -> TrialDescription:
@@ -152,10 +153,10 @@ def build_tuner(
             search_alg=search_alg,
             scheduler=_scheduler(spec),
             num_samples=num_samples,
-            max_concurrent_trials=spec.search.max_concurrent_trials,
+            max_concurrent_trials=execution_mode(spec).concurrency(spec),
             # One worker runs trial after trial (imports and data loaded once; tune.worker_cache
             # resets the rest). Benchmarks time and measure memory: they get a fresh process each.
-            reuse_actors=trains,
+            reuse_actors=trains and execution_mode(spec).reuse_actors,
             trial_name_creator=lambda trial: trial.trial_id,
             trial_dirname_creator=lambda trial: trial.trial_id,
         ),

@@ -1,0 +1,80 @@
+"""How a training trial runs on Ray, chosen by `resources.workers`: one `ExecutionMode` each.
+
+- one process (`workers: 1`): Tune's trial function trains itself (`tune.trainable.train_trial`),
+  holding the trial's `resources`; its worker process is reused trial after trial.
+- Ray Train (`workers` > 1): the trial function starts a `TorchTrainer` of that many workers
+  (`tune.distributed_trial`), each holding `resources.cpu` / `resources.gpu`. The Tune trial
+  itself holds nothing (Ray Train V2 acquires the workers' resources), so the number of trials
+  in flight is bounded instead: `search.max_concurrent_trials`, else as many worker groups as
+  the cluster holds at once. Its actor is not reused: stopping a trial must end its trainer.
+
+A new mode is one entry here (its trial function, what the Tune trial reserves, reuse, how
+many run at once); `tune.tuner` asks `execution_mode(spec)` and names none of them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ray import tune
+
+from vitscale.bench.placement import trial_resources
+from vitscale.tune.distributed_trial import distributed_train_trial
+from vitscale.tune.trainable import train_trial
+
+
+@dataclass(frozen=True)
+class ExecutionMode:
+    name: str
+    function: Callable  # Tune's trial function, called as function(config, spec=spec)
+    resources: Callable  # spec -> what each Tune trial reserves ({"cpu": ..., "gpu": ...})
+    reuse_actors: bool  # may one Tune actor run trial after trial
+    concurrency: Callable  # spec -> TuneConfig.max_concurrent_trials (None: as resources allow)
+
+    def trainable(self, spec):
+        """The trial function with its spec and resources, as `tune.Tuner` takes it."""
+        return tune.with_resources(tune.with_parameters(self.function, spec=spec), self.resources(spec))
+
+
+def _as_asked(spec) -> int | None:
+    return spec.search.max_concurrent_trials
+
+
+def worker_groups_at_once(spec) -> int:
+    """`search.max_concurrent_trials`, else how many trials' workers the connected cluster holds
+    together (at least 1: an autoscaling cluster may have no node of that kind up yet)."""
+    if spec.search.max_concurrent_trials is not None:
+        return spec.search.max_concurrent_trials
+    import ray
+
+    total = ray.cluster_resources()
+    resources = spec.resources
+    fits = [total.get("CPU", 0.0) / (resources.workers * resources.cpu)] if resources.cpu else []
+    if resources.gpu:
+        fits.append(total.get("GPU", 0.0) / (resources.workers * resources.gpu))
+    return max(1, math.floor(min(fits))) if fits else 1
+
+
+ONE_PROCESS = ExecutionMode(
+    name="one_process",
+    function=train_trial,
+    resources=trial_resources,
+    reuse_actors=True,
+    concurrency=_as_asked,
+)
+RAY_TRAIN = ExecutionMode(
+    name="ray_train",
+    function=distributed_train_trial,
+    resources=lambda spec: {"cpu": 0, "gpu": 0},
+    reuse_actors=False,
+    concurrency=worker_groups_at_once,
+)
+# keyed by whether a trial has more than one worker (resources.workers > 1)
+EXECUTION_MODES: dict[bool, ExecutionMode] = {False: ONE_PROCESS, True: RAY_TRAIN}
+
+
+def execution_mode(spec) -> ExecutionMode:
+    """The mode a study's training trials run in."""
+    return EXECUTION_MODES[spec.resources.workers > 1]
