@@ -136,6 +136,9 @@ def _trainer(trial, resources, restored, handoff, storage_path: str):
             storage_path=storage_path,
             failure_config=ray.train.FailureConfig(max_failures=0),
             callbacks=[ForwardToTune(handoff)],
+            # Train's lines per report and checkpoint would reach the driver's terminal: the trial's
+            # own log has each epoch (trial_log above), so only Train's warnings and errors pass.
+            logging_config=ray.train.LoggingConfig(log_level="WARNING"),
         ),
     )
 

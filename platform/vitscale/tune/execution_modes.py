@@ -4,7 +4,7 @@
   holding the trial's `resources`; its worker process is reused trial after trial.
 - Ray Train (`workers` > 1): the trial function starts a `TorchTrainer` of that many workers
   (`tune.distributed_trial`), each holding `resources.cpu` / `resources.gpu`. The Tune trial
-  itself holds nothing (Ray Train V2 acquires the workers' resources), so the number of trials
+  itself holds next to nothing (Ray Train V2 acquires the workers' resources), so the number of trials
   in flight is bounded instead: `search.max_concurrent_trials`, else as many worker groups as
   the cluster holds at once. Its actor is not reused: stopping a trial must end its trainer.
 
@@ -64,10 +64,14 @@ ONE_PROCESS = ExecutionMode(
     reuse_actors=True,
     concurrency=_as_asked,
 )
+# What the Tune trial of a Ray Train run holds: no CPU or GPU (its workers hold those, and a CPU here
+# could leave a node one short for a worker), but Tune refuses an empty request: a MiB of Ray's memory.
+DRIVER_RESOURCES = {"cpu": 0, "gpu": 0, "memory": 2**20}
+
 RAY_TRAIN = ExecutionMode(
     name="ray_train",
     function=distributed_train_trial,
-    resources=lambda spec: {"cpu": 0, "gpu": 0},
+    resources=lambda spec: DRIVER_RESOURCES,
     reuse_actors=False,
     concurrency=worker_groups_at_once,
 )
