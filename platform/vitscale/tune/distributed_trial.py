@@ -35,7 +35,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import ray
+import ray.train
+import ray.train.torch
+from ray import tune
 from ray.train import UserCallback
+from ray.train._internal.session import get_session
+from ray.train.torch import TorchConfig, TorchTrainer
+from ray.util.queue import Queue
 
 from vitscale import openmp
 from vitscale.errors import TrialFailure
@@ -47,6 +54,7 @@ from vitscale.tracking.layout import (
     RESULT_PLANNED_EPOCHS,
 )
 from vitscale.tracking.trial_artifacts import epoch_line, trial_log
+from vitscale.train.distributed import Distributed
 from vitscale.tune.trainable import failure_result, fit_from
 
 TRAIN_FOLDER = "ray_train"  # Ray Train's storage inside the trial's folder (tune.state_digest skips it)
@@ -55,11 +63,6 @@ _DONE = "done"  # what the Tune trial's waiting loop gets once the trainer has r
 
 def distributed_train_trial(config: dict[str, Any], spec) -> None:
     """Tune's function for one trial of `spec.resources.workers` Ray Train workers."""
-    import ray
-    from ray import tune
-    from ray.train._internal.session import get_session
-    from ray.util.queue import Queue
-
     logging.getLogger("ray.train._internal.storage").setLevel(logging.WARNING)
     trial = run_trial(spec, config["point"], config["seed"])  # as MLflow logs it (tune.tuner.describe_trial)
     resources = spec.resources
@@ -120,9 +123,6 @@ def distributed_train_trial(config: dict[str, Any], spec) -> None:
 def _trainer(trial, resources, restored, handoff, storage_path: str):
     """The TorchTrainer of one start of the trial: `resources.workers` workers of `resources.cpu`
     CPUs and `resources.gpu` GPUs each, never retried by Train itself (Tune does)."""
-    import ray.train
-    from ray.train.torch import TorchConfig, TorchTrainer
-
     per_worker = {"CPU": resources.cpu, **({"GPU": resources.gpu} if resources.gpu else {})}
     return TorchTrainer(
         worker_loop,
@@ -147,11 +147,6 @@ def worker_loop(config: dict[str, Any]) -> None:
     """One Ray Train worker: `fit` with this worker's rank, world size and device, resumed from the
     Tune trial's checkpoint when it has one. Every worker reports each epoch (Ray Train waits for
     all of them); rank 0's report carries its checkpoint folder."""
-    import ray.train
-    import ray.train.torch
-
-    from vitscale.train.distributed import Distributed
-
     context = ray.train.get_context()
     distributed = Distributed(
         rank=context.get_world_rank(),

@@ -18,6 +18,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import ray
 from ray import tune
 
 from vitscale.bench.placement import trial_resources
@@ -47,8 +48,6 @@ def worker_groups_at_once(spec) -> int:
     together (at least 1: an autoscaling cluster may have no node of that kind up yet)."""
     if spec.search.max_concurrent_trials is not None:
         return spec.search.max_concurrent_trials
-    import ray
-
     total = ray.cluster_resources()
     resources = spec.resources
     fits = [total.get("CPU", 0.0) / (resources.workers * resources.cpu)] if resources.cpu else []
