@@ -14,7 +14,10 @@ and resume see the same trial:
   then removed from Train's), so `tune.get_checkpoint()`, retention, `tracking.checkpoints` and the
   per-image predictions beside the final checkpoint work as before;
 - stopping: ASHA or median stopping ends the Tune trial; its actor is not reused (a reused
-  actor would leave the trainer behind), and the Train controller and workers it owns end with it;
+  actor would leave the trainer behind), and the Train controller and workers it owns end with it.
+  Their placement group would not (Ray Train's own cleaner needs the dashboard's state API, which
+  in-process Ray has not), so the workers report it and the driver removes it once the trial is
+  over (`ReleaseWorkerGroups`): the next trial gets the CPUs and GPUs;
 - resume: a restored trial passes its checkpoint to every worker, which each load it (model,
   optimiser, schedule, the data generator): the run continues exactly where it stopped;
 - failures: the Train run never retries (Tune does, from the checkpoint); a worker's
@@ -39,9 +42,11 @@ import ray
 import ray.train
 import ray.train.torch
 from ray import tune
+from ray._raylet import PlacementGroupID
 from ray.train import UserCallback
 from ray.train._internal.session import get_session
 from ray.train.torch import TorchConfig, TorchTrainer
+from ray.util.placement_group import PlacementGroup, placement_group_table, remove_placement_group
 from ray.util.queue import Queue
 
 from vitscale import openmp
@@ -52,6 +57,7 @@ from vitscale.tracking.layout import (
     RESULT_FAILURE_REASON,
     RESULT_NODE_ID,
     RESULT_PLANNED_EPOCHS,
+    RESULT_WORKER_GROUP,
 )
 from vitscale.tracking.trial_artifacts import epoch_line, trial_log
 from vitscale.train.distributed import Distributed
@@ -96,21 +102,25 @@ def distributed_train_trial(config: dict[str, Any], spec) -> None:
 
     threading.Thread(target=run, name="vitscale-ray-train", daemon=True).start()
     last: dict[str, float] = {}
-    while (item := handoff.get()) != _DONE:
-        metrics, checkpoint_path = item
-        last.clear()
-        last.update(metrics)
-        discarded = metrics.pop(RESULT_DISCARDED_CHECKPOINT, None)
-        if discarded and RESULT_DISCARDED_CHECKPOINT not in extra:
-            trial_log(f"WARNING: checkpoint {discarded} is damaged; restarted this trial from epoch 0")
-            extra[RESULT_DISCARDED_CHECKPOINT] = discarded
-        trial_log(epoch_line(metrics, trial.train.epochs))  # before the report: synced with its checkpoint
-        checkpoint = tune.Checkpoint.from_directory(checkpoint_path) if checkpoint_path else None
-        tune.report({**metrics, **extra}, checkpoint=checkpoint)  # copies it into the trial's storage
-        if checkpoint_path:
-            shutil.rmtree(checkpoint_path, ignore_errors=True)  # Train's copy: Tune holds it now
+    try:  # Tune stopping the trial ends this thread inside tune.report (SystemExit)
+        while (item := handoff.get()) != _DONE:
+            metrics, checkpoint_path = item
+            last.clear()
+            last.update(metrics)
+            discarded = metrics.pop(RESULT_DISCARDED_CHECKPOINT, None)
+            if discarded and RESULT_DISCARDED_CHECKPOINT not in extra:
+                trial_log(f"WARNING: checkpoint {discarded} is damaged; restarted this trial from epoch 0")
+                extra[RESULT_DISCARDED_CHECKPOINT] = discarded
+            trial_log(
+                epoch_line(metrics, trial.train.epochs)
+            )  # before the report: synced with its checkpoint
+            checkpoint = tune.Checkpoint.from_directory(checkpoint_path) if checkpoint_path else None
+            tune.report({**metrics, **extra}, checkpoint=checkpoint)  # copies it into the trial's storage
+            if checkpoint_path:
+                shutil.rmtree(checkpoint_path, ignore_errors=True)  # Train's copy: Tune holds it now
+    finally:
+        shutil.rmtree(Path(storage.trial_fs_path) / TRAIN_FOLDER, ignore_errors=True)
     error = outcome.get("error")
-    shutil.rmtree(Path(storage.trial_fs_path) / TRAIN_FOLDER, ignore_errors=True)
     if error is None:
         return
     failure = trial_failure(error)
@@ -154,7 +164,9 @@ def worker_loop(config: dict[str, Any]) -> None:
         device=ray.train.torch.get_device(),
     )
     workdir = Path(tempfile.mkdtemp(prefix="vitscale-worker-"))
-    notes: dict[str, str] = {}  # a damaged checkpoint this start discarded (fit_from), reported every epoch
+    # Reported every epoch: the workers' placement group (the driver removes it when the trial is
+    # over: ReleaseWorkerGroups) and a damaged checkpoint this start discarded (fit_from).
+    notes: dict[str, str] = {RESULT_WORKER_GROUP: ray.util.get_current_placement_group().id.hex()}
 
     def report(metrics: dict[str, float], checkpoint_dir: Path | None) -> None:
         checkpoint = ray.train.Checkpoint.from_directory(str(checkpoint_dir)) if checkpoint_dir else None
@@ -195,3 +207,29 @@ def trial_failure(error: BaseException) -> TrialFailure | None:
         pending.extend(getattr(exc, "worker_failures", {}).values())
         pending += [getattr(exc, "cause", None), exc.__cause__, exc.__context__]
     return None
+
+
+class ReleaseWorkerGroups(tune.Callback):
+    """Driver side: once a multi-worker trial is over (finished, stopped by the scheduler, failed,
+    or restarting after a lost worker), remove its workers' placement group if it is still there.
+    Ray Train removes it itself when its run ends normally; a Tune trial that is stopped ends its
+    controller before that (the group then outlives it, holding the CPUs and GPUs)."""
+
+    def on_trial_complete(self, iteration, trials, trial, **info) -> None:
+        release(trial.last_result or {})
+
+    def on_trial_error(self, iteration, trials, trial, **info) -> None:
+        release(trial.last_result or {})
+
+    def on_trial_recover(self, iteration, trials, trial, **info) -> None:
+        release(trial.last_result or {})
+
+
+def release(result: dict) -> None:
+    """Remove the placement group a trial's last result names, unless it is gone already."""
+    group_id = result.get(RESULT_WORKER_GROUP)
+    if not group_id:
+        return
+    group = PlacementGroup(PlacementGroupID.from_hex(group_id))
+    if placement_group_table(group).get("state") not in (None, "REMOVED"):
+        remove_placement_group(group)

@@ -9,7 +9,8 @@
   the cluster holds at once. Its actor is not reused: stopping a trial must end its trainer.
 
 A new mode is one entry here (its trial function, what the Tune trial reserves, reuse, how
-many run at once); `tune.tuner` asks `execution_mode(spec)` and names none of them.
+many run at once, callbacks on the driver); `tune.tuner` asks `execution_mode(spec)` and names
+none of them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import ray
 from ray import tune
 
 from vitscale.bench.placement import trial_resources
-from vitscale.tune.distributed_trial import distributed_train_trial
+from vitscale.tune.distributed_trial import ReleaseWorkerGroups, distributed_train_trial
 from vitscale.tune.trainable import train_trial
 
 
@@ -33,6 +34,7 @@ class ExecutionMode:
     resources: Callable  # spec -> what each Tune trial reserves ({"cpu": ..., "gpu": ...})
     reuse_actors: bool  # may one Tune actor run trial after trial
     concurrency: Callable  # spec -> TuneConfig.max_concurrent_trials (None: as resources allow)
+    driver_callbacks: Callable = list  # () -> Tune callbacks the driver runs for this mode's trials
 
     def trainable(self, spec):
         """The trial function with its spec and resources, as `tune.Tuner` takes it."""
@@ -73,6 +75,7 @@ RAY_TRAIN = ExecutionMode(
     resources=lambda spec: DRIVER_RESOURCES,
     reuse_actors=False,
     concurrency=worker_groups_at_once,
+    driver_callbacks=lambda: [ReleaseWorkerGroups()],  # a stopped trial's workers let go of their devices
 )
 # keyed by whether a trial has more than one worker (resources.workers > 1)
 EXECUTION_MODES: dict[bool, ExecutionMode] = {False: ONE_PROCESS, True: RAY_TRAIN}

@@ -174,7 +174,12 @@ def build_tuner(
             # logged to its child run at completion (tracking.trial_artifacts).
             log_to_file=True,
             sync_config=tune.SyncConfig(sync_artifacts=True),
-            callbacks=[callback, progress, *wandb_callbacks(spec, execution.directory)],
+            callbacks=[
+                callback,
+                progress,
+                *wandb_callbacks(spec, execution.directory),
+                *execution_mode(spec).driver_callbacks(),
+            ],
             verbose=verbose,
             progress_reporter=_reporter(spec),
         ),
