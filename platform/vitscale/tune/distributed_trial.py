@@ -136,7 +136,7 @@ def _trainer(trial, resources, restored, handoff, storage_path: str):
     per_worker = {"CPU": resources.cpu, **({"GPU": resources.gpu} if resources.gpu else {})}
     return TorchTrainer(
         worker_loop,
-        train_loop_config={"trial": trial, "restored": restored},
+        train_loop_config={"trial": trial, "restored": restored.path if restored else None},
         torch_config=TorchConfig(backend="nccl" if resources.gpu else "gloo"),
         scaling_config=ray.train.ScalingConfig(
             num_workers=resources.workers, use_gpu=bool(resources.gpu), resources_per_worker=per_worker
@@ -155,8 +155,9 @@ def _trainer(trial, resources, restored, handoff, storage_path: str):
 
 def worker_loop(config: dict[str, Any]) -> None:
     """One Ray Train worker: `fit` with this worker's rank, world size and device, resumed from the
-    Tune trial's checkpoint when it has one. Every worker reports each epoch (Ray Train waits for
-    all of them); rank 0's report carries its checkpoint folder."""
+    Tune trial's checkpoint when it has one (read where Tune stored it: the study's storage, which
+    every node reaches). Every worker reports each epoch (Ray Train waits for all of them); rank 0's
+    report carries its checkpoint folder."""
     context = ray.train.get_context()
     distributed = Distributed(
         rank=context.get_world_rank(),
@@ -174,9 +175,8 @@ def worker_loop(config: dict[str, Any]) -> None:
 
     try:
         restored = config["restored"]
-        resume_from = Path(restored.to_directory(str(workdir / "restored"))) if restored else None
-        source = restored.path if restored else None
-        fit_from(config["trial"], report, workdir / "checkpoint", resume_from, source, notes, distributed)
+        resume_from = Path(restored) if restored else None
+        fit_from(config["trial"], report, workdir / "checkpoint", resume_from, restored, notes, distributed)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
