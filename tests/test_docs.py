@@ -1,17 +1,21 @@
-"""Docs that cannot rot: what README.md and studies/README.md show must work as shown.
+"""Docs that cannot rot: what README.md, studies/README.md and docs/*.md show must work as shown.
 
 - Every ```yaml block is checked: a study (or a fragment of one: any study key at the top) through
   the real loader, as if the file lived in studies/ (so `include: ../search_spaces/x.yaml` and
   `extends: quickstart.yaml` resolve as they would there); a bare trial fragment (`model:`,
   `data:`, `train:` at the top) as the base trial of a study; a search space through the space
   loader; a Kubernetes manifest (`apiVersion:`) only has to parse. A failure names the block's line.
-- Every `vitscale ...` line in README.md's code blocks whose command is on the CHEAP list runs and
-  exits 0; EXPENSIVE ones (Ray, training, benchmarks, servers) are skipped by name, and a command on
-  neither list fails the test until someone classifies it. Each command of the CLI reference table
-  answers `--help`, and every model flag the README names is in `vitscale model info --help`.
-- Links stay inside the repository and exist; docs/architecture.md's layer table is
-  tests/test_layering.py's LAYERS, and the modules, functions and files it names exist;
-  studies/README.md's table lists every shipped study with its trial count.
+- Every `vitscale ...` line in the code blocks of README.md and of the docs it hands details to
+  (docs/results.md, docs/operations.md, docs/performance.md) parses against the real CLI: its
+  subcommands exist, its options are the command's, it has no extra arguments, and the study files
+  it names exist. Those whose command is on the CHEAP list also run and exit 0; EXPENSIVE ones (Ray,
+  training, benchmarks, servers) are not run, and a command on neither list fails the test until
+  someone classifies it. Each command of README's CLI reference table answers `--help`, and every
+  model flag the README names is in `vitscale model info --help`.
+- README.md stays a page a new user reads: at most README_MAX_LINES lines.
+- Links stay inside the repository and exist, and their #anchors are headings of their target;
+  docs/architecture.md's layer table is tests/test_layering.py's LAYERS, and the modules, functions
+  and files it names exist; studies/README.md's table lists every shipped study with its trial count.
 
 The commands run in one subprocess (the venv's interpreter, from the repo root) that calls
 `vitscale.cli.main(argv)` for each, so torch and the CLI are imported once.
@@ -30,13 +34,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import typer.main
 import yaml
+from typer.core import TyperGroup
 
+from vitscale.cli import USAGE_ERRORS
+from vitscale.cli.app import app
 from vitscale.study import SpecError, count_trials, is_space_file, load_space, load_study
 
 ROOT = Path(__file__).resolve().parents[1]
-YAML_DOCS = ("README.md", "studies/README.md")
-COMMAND_DOCS = ("README.md",)
+STUDIES_README = "studies/README.md"
+DETAIL_DOCS = ("docs/results.md", "docs/operations.md", "docs/performance.md")  # what README links out to
+YAML_DOCS = ("README.md", STUDIES_README, *DETAIL_DOCS)
+COMMAND_DOCS = ("README.md", *DETAIL_DOCS)
+README_MAX_LINES = 300
 FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```", re.S | re.M)
 SHELL_LANGS = {"", "bash", "sh", "shell", "console"}
 TRIAL_SECTIONS = {"model", "data", "train"}
@@ -306,7 +317,50 @@ def _explain(command: Command, result: dict) -> str:
     return f"{command.where}: `vitscale {shown}` exited {result['code']}:\n{result['err'][-3000:]}"
 
 
-def test_every_readme_command_is_classified():
+CLI = typer.main.get_command(app)
+SHIPPED_FOLDERS = ("studies/", "search_spaces/")
+
+
+def parse_error(argv: tuple[str, ...]) -> str | None:
+    """Why the real CLI would refuse `vitscale <argv>`, or None. Runs click's parser level by level
+    (no value converted, no callback run), so placeholders like RUN_ID pass, while an unknown
+    subcommand or option, an option without its value, an extra argument or a missing shipped study
+    file does not."""
+    command, ctx, name, rest = CLI, None, "vitscale", list(argv)
+    try:
+        while True:
+            ctx = command.context_class(command, info_name=name, parent=ctx, **command.context_settings)
+            _, rest, _ = command.make_parser(ctx).parse_args(rest)
+            if not isinstance(command, TyperGroup) or not rest:
+                break
+            name, command, rest = command.resolve_command(ctx, rest)
+    except USAGE_ERRORS as exc:
+        return exc.format_message()
+    if rest and not ctx.allow_extra_args:
+        return f"`{ctx.command_path}` got extra arguments {rest}"
+    missing = [a for a in argv if a.startswith(SHIPPED_FOLDERS) and not (ROOT / a).exists()]
+    return f"no such file: {missing}" if missing else None
+
+
+@pytest.mark.parametrize(
+    "command", DOC_COMMANDS, ids=[f"{c.where} {' '.join(c.argv)}"[:80] for c in DOC_COMMANDS]
+)
+def test_doc_command_parses(command):
+    error = parse_error(command.argv)
+    assert error is None, f"{command.where}: `vitscale {' '.join(command.argv)}`: {error}"
+
+
+def test_a_stale_command_fails_to_parse():
+    """The parse check itself: a renamed flag or command, an extra argument and a missing study file fail."""
+    assert parse_error(("study", "run", "studies/quickstart.yaml", "--num-cpus", "2", "--set", "a=1")) is None
+    assert parse_error(("evaluate", "RUN_ID", "--resolutions", "16,24", "--split", "val")) is None
+    assert "--no-such-flag" in parse_error(("study", "run", "studies/quickstart.yaml", "--no-such-flag"))
+    assert "runn" in parse_error(("study", "runn", "studies/quickstart.yaml"))
+    assert "extra" in parse_error(("evaluate", "RUN_ID", "OTHER", "--resolutions", "16"))
+    assert "studies/no_such_study.yaml" in parse_error(("study", "run", "studies/no_such_study.yaml"))
+
+
+def test_every_doc_command_is_classified():
     unknown = [
         f"{c.where}: `vitscale {' '.join(c.argv)}`: not a command this test knows: fix the doc, or add {c.name!r} to CHEAP or EXPENSIVE"
         for c in DOC_COMMANDS
@@ -326,8 +380,10 @@ def test_readme_command_runs(command, ran):
 
 
 def test_readme_runs_some_commands():
-    """The extraction itself: the README's validate/show/schema/model info lines are found."""
-    assert {c.name for c in CHEAP_COMMANDS} >= CHEAP
+    """The extraction itself: the README's validate/show/schema/model info lines are found, and
+    each detail doc has commands of its own."""
+    assert {c.name for c in CHEAP_COMMANDS if c.where.startswith("README.md:")} >= CHEAP
+    assert {c.where.split(":")[0] for c in DOC_COMMANDS} == set(COMMAND_DOCS)
     assert any(
         c.argv[:2] == ("study", "validate") and len(c.argv) > 5 for c in CHEAP_COMMANDS
     )  # glob expanded
@@ -359,7 +415,16 @@ def test_readme_model_flags_exist(ran):
     )
 
 
-# ---------------------------------------------------------------- links and names
+# ---------------------------------------------------------------- size, links and names
+
+
+def test_readme_is_a_page():
+    """README.md is what a new user reads: details belong in docs/, linked from it."""
+    lines = (ROOT / "README.md").read_text().count("\n")
+    assert lines <= README_MAX_LINES, (
+        f"README.md has {lines} lines, more than {README_MAX_LINES}: move details to docs/results.md, "
+        "docs/operations.md or docs/performance.md and link them in one line"
+    )
 
 
 def _prose(text: str) -> str:
@@ -379,6 +444,51 @@ def test_links_stay_in_the_repo_and_exist(doc):
         if not path.is_relative_to(ROOT) or not path.exists():
             bad.append(target)
     assert not bad, f"{doc} points at paths outside the repository or missing: {bad}"
+
+
+def heading_anchors(text: str) -> set[str]:
+    """GitHub's anchors for a markdown file's headings: lower case, punctuation dropped, spaces to
+    hyphens, a repeated anchor numbered -1, -2, ..."""
+    anchors: set[str] = set()
+    for heading in re.findall(r"^#{1,6} +(.+?) *#*$", _prose(text), re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        n, anchor = 0, slug
+        while anchor in anchors:
+            n += 1
+            anchor = f"{slug}-{n}"
+        anchors.add(anchor)
+    return anchors
+
+
+def test_heading_anchors_follow_github():
+    text = "# A `x` title\n\n## Teacher–student studies (`train.distill`)\n\n```\n# not a heading\n```\n## A `x` title\n"
+    assert heading_anchors(text) == {"a-x-title", "teacherstudent-studies-traindistill", "a-x-title-1"}
+
+
+MARKDOWN_DOCS = sorted({*YAML_DOCS, "docs/architecture.md", "infra/README.md"})
+
+
+def missing_anchors(doc: Path) -> list[str]:
+    """The `[x](other.md#section)` and `[x](#section)` links of `doc` whose heading does not exist."""
+    bad = []
+    for target, anchor in re.findall(r"\]\(([^)#\s]*)#([^)\s]+)\)", _prose(doc.read_text())):
+        path = (doc.parent / target).resolve() if target else doc
+        if path.suffix == ".md" and path.is_file() and anchor not in heading_anchors(path.read_text()):
+            bad.append(f"{target}#{anchor}")
+    return bad
+
+
+@pytest.mark.parametrize("doc", MARKDOWN_DOCS)
+def test_link_anchors_exist(doc):
+    bad = missing_anchors(ROOT / doc)
+    assert not bad, f"{doc} links to anchors its targets do not have: {bad}"
+
+
+def test_a_broken_anchor_is_found(tmp_path):
+    (tmp_path / "other.md").write_text("# Other\n\n## Its section\n")
+    doc = tmp_path / "doc.md"
+    doc.write_text("# Doc\n\n[a](#doc) [b](#gone) [c](other.md#its-section) [d](other.md#renamed)\n")
+    assert missing_anchors(doc) == ["#gone", "other.md#renamed"]
 
 
 PACKAGE = ROOT / "platform" / "vitscale"
@@ -448,7 +558,7 @@ def test_studies_table_lists_every_study_with_its_trial_count():
     """studies/README.md's table: one row per shipped study, trials as `vitscale study validate` counts them."""
     rows = re.findall(
         r"^\| ([\w.]+\.yaml(?:, [\w.]+\.yaml)*) \| .* \| (\d+)(?: each)? \|$",
-        (ROOT / YAML_DOCS[1]).read_text(),
+        (ROOT / STUDIES_README).read_text(),
         re.M,
     )
     table = {name: int(n) for names, n in rows for name in names.split(", ")}

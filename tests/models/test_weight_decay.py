@@ -90,3 +90,26 @@ def test_ssog_kernel_widths_and_offsets_train_at_their_own_learning_rate():
     assert optimizer.param_groups[0]["lr"] == pytest.approx(1e-3)  # the lr the loop reports
     attention = make_optimizer(_model("attention", "looped"), TrainConfig(lr=1e-3))
     assert {g["lr"] for g in attention.param_groups} == {1e-3}
+
+
+def test_the_fused_optimizer_takes_the_same_steps_as_the_per_tensor_loop():
+    """On CPU the trainer's AdamW is torch's fused kernel (one kernel, not one per tensor); it must
+    move every parameter as the per-tensor implementation does, decay groups and lr scales included."""
+    torch.manual_seed(0)
+    fused_model = _model("ssog", "discrete")
+    loop_model = _model("ssog", "discrete")
+    loop_model.load_state_dict(fused_model.state_dict())
+    config = TrainConfig(lr=1e-2, weight_decay=0.05)
+    fused = make_optimizer(fused_model, config)
+    assert fused.defaults["fused"] is True
+    loop = make_optimizer(loop_model, config)
+    for group in loop.param_groups:
+        group["fused"] = None
+    images = torch.randn(4, 3, 16, 16)
+    for _ in range(3):
+        for model, optimizer in ((fused_model, fused), (loop_model, loop)):
+            model(images).square().mean().backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+    for (name, a), b in zip(fused_model.named_parameters(), loop_model.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6, msg=name)

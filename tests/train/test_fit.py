@@ -160,6 +160,23 @@ def test_test_split_is_evaluated_once_at_the_end(tiny_trial):
     assert 0 <= final["test_top1"] <= final["test_top5"] <= 1 and final["did_not_train"] in (0.0, 1.0)
 
 
+def test_without_evaluate_test_no_test_image_is_scored_and_training_is_unchanged(tiny_trial, tmp_path):
+    """`train.evaluate_test: false` (a comparison's tuning trials): no test metric, no test
+    predictions, the rest of the run the same as with it."""
+    plain = fit(tiny_trial(train={"epochs": 2}))
+    selection_only = fit(tiny_trial(train={"epochs": 2, "evaluate_test": False}), checkpoint_dir=tmp_path)
+    assert not any(key.startswith("test_") for key in selection_only.metrics)
+    assert "test" not in selection_only.predictions and "val" in selection_only.predictions
+    assert "did_not_train" in selection_only.metrics
+    for a, b in zip(plain.history, selection_only.history, strict=True):
+        assert (a["train_loss"], a["val_top1"]) == (b["train_loss"], b["val_top1"])
+
+
+def test_a_test_curve_without_the_test_pass_is_refused(tiny_trial):
+    with pytest.raises(ValueError, match="train.test_curve needs train.evaluate_test"):
+        tiny_trial(train={"test_curve": True, "evaluate_test": False})
+
+
 def test_a_model_stuck_at_chance_is_flagged(tiny_trial):
     # timm's init (std 0.02) scores every class alike, so an untrained model sits at chance; the
     # scaled init's random features score 12.5 % on these 128 images by luck, which is no flag

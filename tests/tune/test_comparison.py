@@ -14,7 +14,7 @@ import pytest
 from study_helpers import child_runs, parent_runs, start_vitscale, vitscale, write_study
 
 from vitscale.study import SpecError, count_trials, load_study
-from vitscale.study.comparison import arm_list, arm_study, arm_values, final_study
+from vitscale.study.comparison import arm_list, arm_study, arm_values, confirm_study, final_study
 from vitscale.study.matching import model_params
 from vitscale.tracking.layout import arm_key
 from vitscale.tune.arm_asha import ArmASHA
@@ -83,6 +83,19 @@ def test_tuning_runs_at_the_fidelity_and_the_final_phase_at_the_trials(tmp_path)
     final = final_study(spec)
     assert final.trial.data.num_train == spec.trial.data.num_train == 192
     assert final.trial.train.epochs == spec.trial.train.epochs == 2
+
+
+def test_only_the_final_runs_evaluate_test(tmp_path):
+    """Selection reads validation: tuning and confirmation trials never score a test image; the
+    final runs do, after every epoch (the learning curves)."""
+    fidelity = {"data.num_train": 100, "train.epochs": 1}
+    data = {**COMPARISON, "search": {**COMPARISON["search"], "fidelity": fidelity, "confirm": {"top_k": 3}}}
+    spec = load_study(write_study(tmp_path, "cmp", **data))
+    arm = arm_list(spec)[0]
+    for phase in (arm_study(spec, arm), confirm_study(spec, arm)):
+        assert not phase.trial.train.evaluate_test and not phase.trial.train.test_curve
+    final = final_study(spec).trial.train
+    assert final.evaluate_test and final.test_curve
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ frees buffers of that size in every block (SSoG's K-fold intermediate, the MLP h
 outputs: 28 MB each at width 192, batch 4), so each call faults every 4 KiB page in again and the
 kernel zeroes it: 69,000 minor faults per forward of a depth-4 model. With both thresholds fixed
 high, freed buffers stay in the heap for the next call: no fault after the first forwards, and
-25 % less CPU time per SSoG forward, 17 % per sdpa forward (README, "Measuring speed").
+25 % less CPU time per SSoG forward, 17 % per sdpa forward (docs/performance.md, allocator section).
 
 glibc reads `GLIBC_TUNABLES` once, at process start, so the setting goes into the environment of
 the worker subprocess (`isolate`), never into a running process; other C libraries ignore it. A

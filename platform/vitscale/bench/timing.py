@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from vitscale.device import adamw_kwargs
 from vitscale.precision import autocast
 
 
@@ -102,9 +103,10 @@ def inference_step(
 def train_step(
     model: nn.Module, images: Tensor, labels: Tensor, device: torch.device, dtype: str
 ) -> Callable[[], Tensor]:
-    """Forward, cross-entropy, backward and an AdamW step (zeroing gradients to None)."""
+    """Forward, cross-entropy, backward and an AdamW step (zeroing gradients to None), the
+    trainer's AdamW implementation (fused where the device has it)."""
     model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, **adamw_kwargs(device))
 
     def step() -> Tensor:
         with precision(device, dtype):

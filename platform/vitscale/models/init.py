@@ -5,7 +5,7 @@
   embedding started as a 2-D sine-cosine code of the token grid (MAE; learned from there). At the
   small widths a CPU study trains, 0.02 makes every residual branch ~0 and the position signal
   30x weaker than the patch content, so a model spends its first epochs growing them: 1 epoch on
-  6,000 Fashion-MNIST images gave 34 % test with `timm`, 54 % with `scaled` (README, issue 35).
+  6,000 Fashion-MNIST images gave 34 % test with `timm`, 54 % with `scaled` (docs/results.md, issue 35).
 - `timm`: timm's VisionTransformer, truncated-normal(0.02) linears and position embedding, for
   runs that must start exactly as timm's models do (and runs logged before `model.init` existed).
 Both zero the linear biases and start the cls token at ~0 (std 1e-6).

@@ -61,10 +61,15 @@ def arm_values(spec: StudySpec, arm: Mapping[str, Any]) -> dict[str, Any]:
     return {**arm, **matched_values(spec, arm, lambda values: _base_trial(spec, values))}
 
 
+# What a tuning or confirmation trial never computes: selection reads validation only, so test is
+# left for the final runs (and the 10,000-image test pass no longer costs every tuning trial).
+SELECTION_ONLY: dict[str, Any] = {"train.evaluate_test": False, "train.test_curve": False}
+
+
 def _arm_trial(spec: StudySpec, arm: Mapping[str, Any], fidelity: Mapping[str, Any] | None = None):
-    """The base trial with the arm's values (and the tuning fidelity) set; validated: an arm must
-    build a valid trial."""
-    return _base_trial(spec, {**arm_values(spec, arm), **(fidelity or {})})
+    """The base trial of a tuning or confirmation trial: the arm's values (and the tuning fidelity)
+    set, test off; validated: an arm must build a valid trial."""
+    return _base_trial(spec, {**arm_values(spec, arm), **(fidelity or {}), **SELECTION_ONLY})
 
 
 def _arm_search(spec: StudySpec, arm: Mapping[str, Any]):

@@ -120,6 +120,14 @@ class TrainConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    @model_validator(mode="after")
+    def _curve_needs_test(self) -> TrainConfig:
+        if self.test_curve and not self.evaluate_test:
+            raise ValueError(
+                "train.test_curve needs train.evaluate_test: true (the curve ends at the test pass)"
+            )
+        return self
+
     @model_validator(mode="before")
     @classmethod
     def _amp_is_precision(cls, values: Any) -> Any:
@@ -154,6 +162,12 @@ class TrainConfig(BaseModel):
         "on CPUs with native bf16 (AVX512-BF16, AMX), else float32; recorded as run (auto resolved)",
     )
     compile: bool = Field(False, description="torch.compile the model")
+    evaluate_test: bool = Field(
+        True,
+        description="evaluate test (metrics test_*, per-image predictions) once the last epoch ends; a "
+        "comparison's tuning and confirmation trials turn it off: selection reads validation only, and "
+        "the 10,000-image pass was their largest cost beside the epochs",
+    )
     test_curve: bool = Field(
         False,
         description="also evaluate test after every epoch (metric curve_test_top1): the learning curves "

@@ -255,14 +255,15 @@ def fit(
                 "peak_memory_mb": peak_memory_mb(device),
                 "world_size": float(distributed.world_size),
             }
-            if last:  # finished: test with per-image predictions, reported only
+            if last:
+                metrics["did_not_train"] = float(did_not_train(metrics["val_top1"], bundle.num_classes))
+            if last and train_cfg.evaluate_test:  # finished: test with per-image predictions, reported only
                 test_stats, predictions["test"] = split_predictions(
                     runner, bundle, config, autocast, "test", distributed
                 )
                 metrics.update(test_stats)
                 if train_cfg.test_curve:
                     metrics[CURVE_TEST_TOP1] = test_stats["test_top1"]
-                metrics["did_not_train"] = float(did_not_train(metrics["val_top1"], bundle.num_classes))
                 if train_cfg.eval_resolutions:  # accuracy at other input sizes: reported only, like test
                     at_metrics, at_predictions = evaluate_at_resolutions(
                         runner,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from vitscale.device import adamw_kwargs
+
 
 def make_optimizer(model: nn.Module, config) -> torch.optim.AdamW:
     """AdamW with weight decay on weight matrices only and per-parameter learning-rate scales.
@@ -13,7 +15,8 @@ def make_optimizer(model: nn.Module, config) -> torch.optim.AdamW:
     embedding, cls token, mixer-declared parameters such as SSoG's kernels), so both arms of a
     comparison are regularised alike, and what trains at a multiple of the lr (`lr_scales()`:
     SSoG's kernel widths and offsets, `model.ssog.kernel_lr_scale`). A group's `lr` is the
-    recipe's lr times its scale; the schedule multiplies every group alike (LambdaLR).
+    recipe's lr times its scale; the schedule multiplies every group alike (LambdaLR). Fused
+    where the device has the kernel (`device.adamw_kwargs`): the same update, one kernel.
     """
     names = model.no_weight_decay() if hasattr(model, "no_weight_decay") else set()
     scales = model.lr_scales() if hasattr(model, "lr_scales") else {}
@@ -36,4 +39,5 @@ def make_optimizer(model: nn.Module, config) -> torch.optim.AdamW:
         ],
         lr=config.lr,
         betas=tuple(config.betas),
+        **adamw_kwargs(next(model.parameters()).device),
     )
