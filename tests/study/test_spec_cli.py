@@ -28,7 +28,13 @@ def test_validate_ok(capsys):
     code, out, err = run(capsys, "study", "validate", *files)
     assert code == 0 and err == ""
     assert out.count("OK ") == len(files)
-    assert "quickstart (train, grid): 18 trials = 6 grid points x 3 seeds" in out
+    assert (
+        "quickstart (train, grid): 18 trials = 6 grid points x 3 seeds\n" in out
+    )  # one process: no resources
+    assert (
+        "paper-imagenet-vit-s (train, grid): 6 trials = 2 grid points x 3 seeds; "
+        "each trial 8 Ray Train workers x (10 CPU, 1 GPU) = 80 CPU, 8 GPU\n"
+    ) in out
 
 
 def test_validate_bad_files_exit_2_with_every_error(capsys, write):

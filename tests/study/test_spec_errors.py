@@ -136,6 +136,15 @@ MALFORMED = [
     ("resources: {gpu: -0.5}", "resources.gpu", "greater than or equal to 0"),
     ("resources: {gpu: 1.5}", "resources.gpu", "whole number"),
     ("trial: {train: {device: cuda}}", "trial.train.device", "resources.gpu > 0"),
+    ("resources: {workers: 0}", "resources.workers", "greater than or equal to 1"),
+    ("resources: {workers: 2, gpu: 0.5}", "resources.gpu", "a data-parallel worker drives one GPU"),
+    ("resources: {workers: 2, gpu: 2}", "resources.gpu", "a data-parallel worker drives one GPU"),
+    ("kind: benchmark\nbenchmark: {}\nresources: {workers: 2}", "resources.workers", "times one process"),
+    (
+        "resources: {workers: 2}\ntrial: {model: {regime: ode}, train: {distill: {teacher: t.pt}}}",
+        "resources.workers",
+        "distillation trains in one process",
+    ),
     ("kind: benchmark", "benchmark", "required for kind: benchmark"),
     ("benchmark: {}", "benchmark", "only for kind: benchmark"),
     (

@@ -45,6 +45,8 @@ EXPECTED_TRIALS = {
     "fashion_resolution.yaml": 24,  # 8 arms (tuned_from fashion-tuned: no tuning) x 3 final seeds
     "fashion_resolution_bench.yaml": 16,  # 2 mixers x 2 regimes x 4 resolutions
     "fashion_scaling.yaml": 216,  # 72 arms (2 mixers x 2 regimes x 6 widths x 3 data levels) x 3 seeds
+    "paper_imagenet_vit_ti.yaml": 6,  # 2 mixers x 3 seeds, 8 GPUs per trial
+    "paper_imagenet_vit_s.yaml": 6,
 }
 
 
@@ -96,6 +98,22 @@ def test_paper_studies_share_their_base():
     sizes = {(p["model"]["width"], p["model"]["heads"]) for p in grid_points(discrete)}
     assert sizes == {(192, 3), (384, 6), (768, 12)}
     assert discrete.resources.gpu == 1 and discrete.search.seeds == [0, 1, 2]
+
+
+def test_paper_imagenet_studies_take_a_whole_8_gpu_node_per_trial_and_the_deit_recipe():
+    for name, width in (("paper_imagenet_vit_ti.yaml", 192), ("paper_imagenet_vit_s.yaml", 384)):
+        spec = load_study(ROOT / "studies" / name)
+        assert (spec.resources.workers, spec.resources.gpu) == (8, 1)
+        assert spec.resources.per_trial()["gpu"] == 8 and spec.resources.per_trial()["cpu"] <= 96
+        model, data, train = spec.trial.model, spec.trial.data, spec.trial.train
+        assert (model.width, model.depth, model.patch_size, data.resolution) == (width, 12, 16, 224)
+        assert train.lr == 1.0e-3 * train.batch_size / 1024
+        assert (train.epochs, train.warmup_epochs, train.weight_decay, train.label_smoothing) == (
+            300,
+            5,
+            0.05,
+            0.1,
+        )
 
 
 def test_quickstart_is_small_and_local():

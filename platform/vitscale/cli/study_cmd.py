@@ -55,7 +55,22 @@ def check_file(path: Path, overrides: list[str] | tuple = ()) -> str:
         space = load_space(path)
         return f"search space, {len(space)} parameter{'' if len(space) == 1 else 's'}"
     spec = load_study(path, overrides)
-    return f"study {spec.name} ({spec.kind}, {spec.search.algorithm}): {trials_line(spec)}"
+    return (
+        f"study {spec.name} ({spec.kind}, {spec.search.algorithm}): {trials_line(spec)}{workers_line(spec)}"
+    )
+
+
+def workers_line(spec) -> str:
+    """'; each trial 8 Ray Train workers x (10 CPU, 1 GPU) = 80 CPU, 8 GPU': what a multi-worker
+    trial holds ('' for one process: its resources are the spec's as written)."""
+    resources = spec.resources
+    if resources.workers == 1:
+        return ""
+    total = resources.per_trial()
+    return (
+        f"; each trial {resources.workers} Ray Train workers x ({resources.cpu:g} CPU, {resources.gpu:g} GPU)"
+        f" = {total['cpu']:g} CPU, {total['gpu']:g} GPU"
+    )
 
 
 @study_app.command("validate")

@@ -15,24 +15,36 @@ import torch
 import torch.nn.functional as F
 
 
-def crop_flip(images: torch.Tensor, padding: int, hflip: bool, generator: torch.Generator) -> torch.Tensor:
+def crop_flip(
+    images: torch.Tensor,
+    padding: int,
+    hflip: bool,
+    generator: torch.Generator,
+    drawn: int | None = None,
+    keep: slice = slice(None),
+) -> torch.Tensor:
     """Random crop of the zero-padded batch back to its size, and random horizontal flip, per sample.
 
     Both are one gather on the uint8 batch: the flip reverses the column indices of the crop.
+    `drawn`, `keep`: the batch is rows `keep` of a global batch of `drawn` images (one worker's
+    shard of a data-parallel trial): the draws are made for all `drawn` and the shard keeps its
+    rows, so every worker's generator stays in step with one process's and the shards together
+    are augmented exactly as one process augments the global batch.
     """
     if padding <= 0 and not hflip:
         return images
     b, c, h, w = images.shape
+    n = drawn or b
     gdev, dev = generator.device, images.device
     if padding > 0:
-        offsets = torch.randint(0, 2 * padding + 1, (b, 2), generator=generator, device=gdev).to(dev)
+        offsets = torch.randint(0, 2 * padding + 1, (n, 2), generator=generator, device=gdev)[keep].to(dev)
         images = F.pad(images, (padding, padding, padding, padding))
     else:
         offsets = torch.zeros(b, 2, dtype=torch.int64, device=dev)
     rows = offsets[:, :1] + torch.arange(h, device=dev)  # (B, H)
     cols = offsets[:, 1:] + torch.arange(w, device=dev)  # (B, W)
     if hflip:
-        flip = (torch.rand(b, generator=generator, device=gdev) < 0.5).to(dev)
+        flip = (torch.rand(n, generator=generator, device=gdev)[keep] < 0.5).to(dev)
         cols = torch.where(flip[:, None], cols.flip(1), cols)
     wp = images.shape[3]
     index = (rows[:, :, None] * wp + cols[:, None, :]).view(b, 1, h * w).expand(b, c, h * w)
@@ -80,6 +92,9 @@ def augment_batch(
     padding: int,
     hflip: bool,
     generator: torch.Generator,
+    drawn: int | None = None,
+    keep: slice = slice(None),
 ) -> torch.Tensor:
-    """Train path: crop + flip (random, from `generator`), then resize and normalise."""
-    return prepare_batch(crop_flip(images, padding, hflip, generator), resolution, mean, std)
+    """Train path: crop + flip (random, from `generator`; `drawn`, `keep`: a worker's shard, see
+    `crop_flip`), then resize and normalise."""
+    return prepare_batch(crop_flip(images, padding, hflip, generator, drawn, keep), resolution, mean, std)

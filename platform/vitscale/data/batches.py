@@ -37,13 +37,19 @@ def num_train_batches(bundle: DataBundle, batch_size: int) -> int:
 
 
 def train_batches(
-    bundle: DataBundle, config: DataConfig, batch_size: int, generator: torch.Generator
+    bundle: DataBundle,
+    config: DataConfig,
+    batch_size: int,
+    generator: torch.Generator,
+    keep: slice = slice(None),
 ) -> Iterator[Batch]:
     """One epoch of shuffled, augmented batches; drop_last, except that a training set smaller
     than one batch gives a single batch of all of it (so tiny runs still train). With
     `data.train_resolutions` each batch is resized to a side drawn from that list (drawn once
     per epoch from `generator`, after the shuffle; with no list, or one side, nothing more is
-    drawn, so `[28]` trains exactly as no list does)."""
+    drawn, so `[28]` trains exactly as no list does). `keep`: the rows of each global batch this
+    worker of a data-parallel trial trains on (`rank::world_size`: disjoint shards that cover the
+    epoch once); its generator draws as one process does, so all workers stay in step."""
     n = int(bundle.train_labels.numel())
     if n == 0:
         return
@@ -58,20 +64,29 @@ def train_batches(
         )
         sides = [config.train_resolutions[i] for i in drawn.tolist()]  # one sync per epoch
     for start, side in zip(range(0, n - batch_size + 1, batch_size), sides, strict=True):
-        idx = order[start : start + batch_size]
+        idx = order[start : start + batch_size][keep]
         images = augment_batch(
-            bundle.train_images[idx], side, bundle.mean, bundle.std, padding, hflip, generator
+            bundle.train_images[idx],
+            side,
+            bundle.mean,
+            bundle.std,
+            padding,
+            hflip,
+            generator,
+            batch_size,
+            keep,
         )
         yield images, bundle.train_labels[idx]
 
 
 def eval_batches(
-    bundle: DataBundle, config: DataConfig, batch_size: int, split: str = "val"
+    bundle: DataBundle, config: DataConfig, batch_size: int, split: str = "val", rows: slice = slice(None)
 ) -> Iterator[Batch]:
-    """Batches of `split` ("val", "test" or "train") in order, resized and normalised, no augmentation."""
+    """Batches of `split` ("val", "test" or "train") in order, resized and normalised, no augmentation.
+    `rows`: the part of the split to read (a data-parallel worker's block)."""
     if split not in ("val", "test", "train"):
         raise ValueError(f"split must be 'val', 'test' or 'train', got {split!r}")
-    images, labels = getattr(bundle, f"{split}_images"), getattr(bundle, f"{split}_labels")
+    images, labels = getattr(bundle, f"{split}_images")[rows], getattr(bundle, f"{split}_labels")[rows]
     for start in range(0, int(labels.numel()), batch_size):
         batch = prepare_batch(images[start : start + batch_size], config.resolution, bundle.mean, bundle.std)
         yield batch, labels[start : start + batch_size]

@@ -102,6 +102,25 @@ def _resources(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
     key = f"{study_kind(spec.kind).trial_section}.device"
     if device.startswith("cuda") and gpu == 0:
         yield Problem(key, f"{device} needs resources.gpu > 0 (a trial sees only the GPUs it reserves)")
+    workers = spec.resources.workers
+    if workers > 1:
+        yield from _workers(spec, workers)
+
+
+def _workers(spec: StudySpec, workers: int) -> Iterable[Problem]:
+    """A multi-worker trial (Ray Train DDP) trains one model on whole devices, without distillation."""
+    if not STUDY_RULES[spec.kind].multi_worker_trials:
+        yield Problem(
+            "resources.workers", f"{workers}: a {spec.kind} study times one process; set workers: 1"
+        )
+        return
+    gpu = spec.resources.gpu
+    if gpu not in (0, 1):
+        yield Problem(
+            "resources.gpu", f"{gpu:g} per worker: a data-parallel worker drives one GPU; set gpu: 1 (or 0)"
+        )
+    if spec.trial.train.distill is not None or any(k.startswith("train.distill") for k in spec.space):
+        yield Problem("resources.workers", f"{workers}: distillation trains in one process; set workers: 1")
 
 
 def space_problems(spec: StudySpec, removed: Iterable[str] = (), with_trial: bool = True) -> list[Problem]:

@@ -107,8 +107,21 @@ class SchedulerConfig(_Section):
 
 
 class ResourcesConfig(_Section):
-    cpu: float = Field(1.0, ge=0, description="CPUs per trial")
-    gpu: float = Field(0.0, ge=0, description="GPUs per trial; a fraction below 1 shares a GPU")
+    workers: int = Field(
+        1,
+        ge=1,
+        description="processes per trial; above 1 a trial is a Ray Train TorchTrainer of that many "
+        "data-parallel workers (DDP: gloo on CPU, NCCL on CUDA), each with cpu and gpu below; "
+        "train.batch_size and train.lr stay the global ones",
+    )
+    cpu: float = Field(1.0, ge=0, description="CPUs per trial (per worker when workers > 1)")
+    gpu: float = Field(
+        0.0, ge=0, description="GPUs per trial (per worker when workers > 1); a fraction below 1 shares a GPU"
+    )
+
+    def per_trial(self) -> dict[str, float]:
+        """What one trial holds in all: every worker's CPUs and GPUs."""
+        return {"workers": self.workers, "cpu": self.workers * self.cpu, "gpu": self.workers * self.gpu}
 
 
 class FailureConfig(_Section):

@@ -23,7 +23,7 @@ One experiment per study (`tracking.experiment`, default: the study name). In it
   the recipe filled from the data set, model.layer_scale and model.pos_embed as the mixer and
   regime chose them) and only the active mixer's and regime's settings (an SSoG run has no
   `model.attention.*`): `vitscale train --from-run RUN_ID` rebuilds the trial from them.
-  CONSTANT_METRICS (`params`, `flops_per_image`) are params too, logged when the trial ends.
+  CONSTANT_METRICS (`params`, `flops_per_image`, `world_size`) are params too, logged when the trial ends.
   Metrics: every other epoch metric with step=epoch (not `epoch` itself, nor `did_not_train`: see
   UNLOGGED_METRICS), and the final values (MLflow's latest value per key). A trial that ran all
   its planned epochs also has `test_top1`, `test_top5`, `test_loss` (evaluated once, at the end;
@@ -56,6 +56,7 @@ RESULT_NODE_ID = "node_id"
 RESULT_PLANNED_EPOCHS = "planned_epochs"
 RESULT_DID_NOT_TRAIN = "did_not_train"  # 1.0 in the final epoch's result of a trial stuck at chance
 RESULT_DISCARDED_CHECKPOINT = "discarded_checkpoint"  # "<checkpoint>: <why>": restarted from epoch 0
+RESULT_WORKER_GROUP = "worker_group"  # a Ray Train trial's placement group (hex id): tune.distributed_trial
 
 # Where runs go unless `--tracking-uri`, the environment or a study's `tracking.uri` says otherwise
 # (`tracking.store.resolve_tracking_uri` applies that order).
@@ -129,7 +130,8 @@ STATUSES = ("FINISHED", "FAILED", "KILLED", "RUNNING")
 # params, when the trial ends (an ODE's flops_per_image follows its final validation NFE), so MLflow's
 # chart grid and parallel coordinates lead with what training changes. Runs logged before that hold
 # them as metrics; `run_values` reads either.
-CONSTANT_METRICS = ("params", "flops_per_image")
+# world_size: the processes that trained it (resources.workers; 1 for a one-process trial).
+CONSTANT_METRICS = ("params", "flops_per_image", "world_size")
 # Reported to Tune but not logged as MLflow metrics: a metric's step is the epoch, and
 # did_not_train is the DID_NOT_TRAIN tag.
 UNLOGGED_METRICS = ("epoch", "did_not_train")

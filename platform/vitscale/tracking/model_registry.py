@@ -19,8 +19,8 @@ import math
 from dataclasses import dataclass
 
 from vitscale.errors import UserError
-from vitscale.kinds import study_kind
 from vitscale.tracking import layout, store
+from vitscale.tracking.parent_summary import PARENT_RUNS
 from vitscale.tracking.trial_artifacts import choose_best
 
 KEY = "--register"
@@ -109,14 +109,15 @@ def register_best(client, study: str, experiment: str | None = None) -> list[Reg
             f"{KEY}: no runs of study {study!r} in experiment {experiment or study!r}; run it first"
         )
     parent = max(parents, key=lambda r: r.info.start_time or 0)
-    kind = study_kind(parent.data.tags.get(layout.KIND, "train"))
-    if not kind.trains:
-        raise UserError(f"{KEY}: {study} is a {kind.name} study: its runs train no model to register")
+    kind_name = parent.data.tags.get(layout.KIND, "train")
+    kind = PARENT_RUNS[kind_name]
+    if not kind.model_runs:
+        raise UserError(f"{KEY}: {study} is a {kind_name} study: its runs train no model to register")
     metric, mode = _objective(parent)
     runs = store.search_all(
         client, [exp.experiment_id], f"tags.`{layout.ROLE}` = 'trial' and tags.`{layout.STUDY}` = '{study}'"
     )
-    chosen = choose_best(_entries(runs, kind.phased, metric), [(metric, mode)])
+    chosen = choose_best(_entries(runs, kind.arm_phases, metric), [(metric, mode)])
     sign = 1.0 if mode == "max" else -1.0
     best: dict[str, dict] = {}
     for entry in chosen:  # the best configuration's best replicate, per arm

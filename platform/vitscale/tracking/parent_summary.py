@@ -242,6 +242,8 @@ class ParentRun:
 
     params: Callable[[Any], dict[str, Any]]  # spec -> more params
     metrics: Callable[[list, str, str], dict[str, float]]  # (child runs, objective, mode) -> more metrics
+    model_runs: bool = True  # its trials train a model (one to log, register and show metrics of)
+    arm_phases: bool = False  # its runs carry phase and arm tags (a comparison's)
 
 
 PARENT_RUNS: KindTable[ParentRun] = KindTable(
@@ -249,8 +251,10 @@ PARENT_RUNS: KindTable[ParentRun] = KindTable(
     "vitscale.tracking.parent_summary.PARENT_RUNS.register(name, ParentRun(...))",
 )
 PARENT_RUNS.register("train", ParentRun(params=sampler_params, metrics=best_metrics))
-PARENT_RUNS.register("benchmark", ParentRun(params=nothing, metrics=nothing))  # fronts per resolution
-PARENT_RUNS.register("comparison", ParentRun(params=arm_params, metrics=final_arm_metrics))
+PARENT_RUNS.register(
+    "benchmark", ParentRun(params=nothing, metrics=nothing, model_runs=False)
+)  # fronts per resolution
+PARENT_RUNS.register("comparison", ParentRun(params=arm_params, metrics=final_arm_metrics, arm_phases=True))
 
 
 def log_summary(client, experiment_id: str, parent_run_id: str, spec: Any) -> dict[str, float]:

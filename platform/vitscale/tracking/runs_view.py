@@ -19,8 +19,8 @@ import json
 import time
 from typing import Any
 
-from vitscale.kinds import study_kind
 from vitscale.tracking import layout
+from vitscale.tracking.parent_summary import PARENT_RUNS
 
 TEST_METRICS = ("test_top1", "test_top5")
 
@@ -33,11 +33,11 @@ def _column(kind: str, key: str) -> str:
 def view_state(spec: Any) -> dict[str, Any]:
     """The runs page state of a study's view (the fields MLflow's runs page restores; the rest
     keep MLflow's defaults)."""
-    kind = study_kind(spec.kind)
+    kind = PARENT_RUNS[spec.kind]
     objectives = [o.metric for o in spec.objectives]
-    tags = [layout.STATUS] + ([layout.PHASE, layout.ARM] if kind.phased else [])
-    params = [*layout.ARM_FIELDS, *(spec.space or {}), *layout.CONSTANT_METRICS] if kind.trains else []
-    metrics = [*objectives, *TEST_METRICS, "images_seen"] if kind.trains else list(layout.BENCH_METRICS)
+    tags = [layout.STATUS] + ([layout.PHASE, layout.ARM] if kind.arm_phases else [])
+    params = [*layout.ARM_FIELDS, *(spec.space or {}), *layout.CONSTANT_METRICS] if kind.model_runs else []
+    metrics = [*objectives, *TEST_METRICS, "images_seen"] if kind.model_runs else list(layout.BENCH_METRICS)
     columns = [_column("attributes", "Models")]
     columns += [_column("tags", key) for key in tags]
     columns += [_column("params", key) for key in dict.fromkeys(params)]

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from vitscale import data as vdata
 from vitscale import openmp
 from vitscale.device import resolve_device
-from vitscale.errors import TrialDiverged, TrialOutOfMemory
+from vitscale.errors import TrialDiverged, TrialOutOfMemory, UserError
 from vitscale.models import build
 from vitscale.models.config import ModelConfig
 from vitscale.models.measure import count_params
@@ -38,6 +38,7 @@ from vitscale.train.checkpoint import (
 from vitscale.train.config import TrialConfig
 from vitscale.train.cost import CostMeter
 from vitscale.train.distill import EpochDistillStats, make_distiller
+from vitscale.train.distributed import ONE_PROCESS, Distributed
 from vitscale.train.evaluate import did_not_train, evaluate, split_predictions
 from vitscale.train.optimizer import make_optimizer
 from vitscale.train.progress import EpochProgress
@@ -92,14 +93,18 @@ def fit(
     checkpoint_dir: str | Path | None = None,
     resume_from: str | Path | None = None,
     show_progress: bool = False,
+    distributed: Distributed = ONE_PROCESS,
 ) -> FitResult:
     """Train one trial. Raises TrialDiverged / SolverError / TrialOutOfMemory (all TrialFailure).
 
     `checkpoint_dir`: where each epoch's checkpoint is written (and, if it already holds one and
     `resume_from` is not given, where training resumes from). `report(metrics, checkpoint_dir)`
-    is called after every epoch, once the checkpoint is safely on disk.
+    is called after every epoch, once the checkpoint is safely on disk. `distributed`: this
+    process's place in a data-parallel trial (train.distributed): every worker calls `fit` with
+    the same config and resumes from the same checkpoint; rank 0 alone writes files, and its
+    `report` gets the checkpoint folder (the others get None).
     """
-    device = resolve_device(config.train.device, "train.device")
+    device = distributed.device or resolve_device(config.train.device, "train.device")
     config = config.resolved().with_precision(device.type)  # as the checkpoint records it
     train_cfg = config.train
     threads = with_threads(config).train.threads
@@ -111,9 +116,15 @@ def fit(
     model = build(model_config).to(device)
     params = count_params(model)
     cost = CostMeter(model, config.data.resolution, config.data.train_resolutions)
-    runner = torch.compile(model) if train_cfg.compile else model
+    wrapped = distributed.wrap(model)  # DDP in a data-parallel trial, else the model itself
+    runner = torch.compile(wrapped) if train_cfg.compile else wrapped
 
-    batch_size = min(train_cfg.batch_size, len(bundle.train_labels))
+    batch_size = min(train_cfg.batch_size, len(bundle.train_labels))  # global: every worker's shard together
+    if batch_size < distributed.world_size:
+        raise UserError(
+            f"train.batch_size: {batch_size} images per step cannot be shared by {distributed.world_size} "
+            "workers; raise it or lower resources.workers"
+        )
     steps_per_epoch = vdata.num_train_batches(bundle, batch_size)
     optimizer = make_optimizer(model, train_cfg)
     scheduler = warmup_cosine(
@@ -126,6 +137,8 @@ def fit(
     distiller = make_distiller(
         train_cfg.distill, model_config, config.data.resolution, device, steps_per_epoch * train_cfg.epochs
     )
+    if distiller is not None and distributed.active:  # it runs the bare model, past DDP's gradient sync
+        raise UserError("train.distill: distillation trains in one process; set resources.workers: 1")
 
     history: list[dict[str, float]] = []
     predictions: dict[str, dict[str, np.ndarray]] = {}
@@ -153,7 +166,7 @@ def fit(
     if history and len(history) >= train_cfg.epochs and report is not None:
         # Resumed at the very end (e.g. a study restarted after this trial's last checkpoint):
         # report the final epoch again, with the checkpoint it was loaded from.
-        report(history[-1], start.parent)
+        report(history[-1], start.parent if distributed.is_main else None)
 
     def train_epoch(epoch: int) -> dict[str, float]:
         """One epoch of training steps: the mean loss, NFE means and distillation terms."""
@@ -167,7 +180,8 @@ def fit(
         progress.begin(epoch)
         try:
             for step, (images, labels) in enumerate(
-                vdata.train_batches(bundle, config.data, batch_size, generator), start=1
+                vdata.train_batches(bundle, config.data, batch_size, generator, distributed.batch_rows),
+                start=1,
             ):
                 with autocast:
                     if distiller is None:
@@ -180,6 +194,8 @@ def fit(
                     )
                     if extra is not None:
                         loss = loss + extra
+                    if distributed.active:  # DDP averages over workers: make that the global batch's mean
+                        loss = loss * distributed.loss_weight(labels.shape[0], batch_size)
                 after_forward, step_nfe = model.nfe_count, model.last_nfe
                 optimizer.zero_grad(set_to_none=True)
                 with model.blocks.backward_guard():  # the regime's: what backward can fail with
@@ -194,14 +210,17 @@ def fit(
                 if after_forward is not None:
                     forward_nfe += step_nfe or 0
                     backward_nfe += step_backward_nfe  # adjoint solves; 0 otherwise
-                cost.add_batch(images.shape[-2:], labels.shape[0], step_nfe, step_backward_nfe)
+                step_images = batch_size if distributed.active else labels.shape[0]  # every worker's
+                cost.add_batch(images.shape[-2:], step_images, step_nfe, step_backward_nfe)
                 if step % FINITE_CHECK_EVERY == 0:  # one device sync per window, not per step
-                    _check_finite(loss_sum, epoch, window_start, step)
+                    _check_finite(loss_sum, epoch, window_start, step, distributed)
                     window_start = step + 1
                 progress.step(step, loss)
-            _check_finite(loss_sum, epoch, window_start, steps)
+            _check_finite(loss_sum, epoch, window_start, steps, distributed)
         except torch.OutOfMemoryError as exc:
             raise TrialOutOfMemory(f"out of memory at epoch {epoch}: {str(exc).splitlines()[0]}") from exc
+        if distributed.active:  # the weighted losses of the workers add up to world_size x the mean
+            loss_sum = distributed.sum(loss_sum) / distributed.world_size
         stats = {"train_loss": (loss_sum / max(steps, 1)).item()}
         stats.update(distill_stats.metrics(first_step + steps - 1))
         if model.nfe_count is not None and steps:
@@ -219,9 +238,11 @@ def fit(
             train_seconds = time.perf_counter() - t0
             last = epoch == train_cfg.epochs
             if last:  # finished: per-image predictions of val and test, for paired comparisons
-                val_stats, predictions["val"] = split_predictions(runner, bundle, config, autocast, "val")
+                val_stats, predictions["val"] = split_predictions(
+                    runner, bundle, config, autocast, "val", distributed
+                )
             else:
-                val_stats = evaluate(runner, bundle, config, autocast)
+                val_stats = evaluate(runner, bundle, config, autocast, distributed=distributed)
             metrics = {
                 "epoch": float(epoch),
                 **train_stats,
@@ -233,24 +254,33 @@ def fit(
                 "params": float(params),
                 "flops_per_image": cost.flops(val_stats.get("val_nfe_mean")),
                 "peak_memory_mb": peak_memory_mb(device),
+                "world_size": float(distributed.world_size),
             }
             if last:
                 metrics["did_not_train"] = float(did_not_train(metrics["val_top1"], bundle.num_classes))
             if last and train_cfg.evaluate_test:  # finished: test with per-image predictions, reported only
-                test_stats, predictions["test"] = split_predictions(runner, bundle, config, autocast, "test")
+                test_stats, predictions["test"] = split_predictions(
+                    runner, bundle, config, autocast, "test", distributed
+                )
                 metrics.update(test_stats)
                 if train_cfg.test_curve:
                     metrics[CURVE_TEST_TOP1] = test_stats["test_top1"]
                 if train_cfg.eval_resolutions:  # accuracy at other input sizes: reported only, like test
                     at_metrics, at_predictions = evaluate_at_resolutions(
-                        runner, bundle, config, train_cfg.eval_resolutions, autocast=autocast
+                        runner,
+                        bundle,
+                        config,
+                        train_cfg.eval_resolutions,
+                        autocast=autocast,
+                        distributed=distributed,
                     )
                     metrics.update(at_metrics)
                     predictions.update(at_predictions)
             elif train_cfg.test_curve:  # the learning curve on test: reported only, like test_top1
-                metrics[CURVE_TEST_TOP1] = evaluate(runner, bundle, config, autocast, "test")["test_top1"]
+                test_curve = evaluate(runner, bundle, config, autocast, "test", distributed=distributed)
+                metrics[CURVE_TEST_TOP1] = test_curve["test_top1"]
             history.append(metrics)
-            if checkpoint_dir is not None:
+            if checkpoint_dir is not None and distributed.is_main:
                 if last:  # beside the checkpoint, so a Tune trial's copy in storage carries them
                     save_predictions(Path(checkpoint_dir), predictions)
                     save_served_model(
@@ -271,7 +301,7 @@ def fit(
                 )
             progress.epoch_done(epoch, metrics)
             if report is not None:
-                report(metrics, Path(checkpoint_dir) if checkpoint_dir else None)
+                report(metrics, Path(checkpoint_dir) if checkpoint_dir and distributed.is_main else None)
     return FitResult(
         metrics=history[-1],
         history=history,
@@ -299,7 +329,12 @@ def peak_memory_mb(device: torch.device) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _check_finite(loss_sum: torch.Tensor, epoch: int, first: int, last: int) -> None:
-    """The running loss sum is finite iff every loss so far was: check it once per window."""
+def _check_finite(
+    loss_sum: torch.Tensor, epoch: int, first: int, last: int, distributed: Distributed = ONE_PROCESS
+) -> None:
+    """The running loss sum is finite iff every loss so far was: check it once per window. The
+    workers of a data-parallel trial check the sum over all of them, so they stop together."""
+    if distributed.active:
+        loss_sum = distributed.sum(loss_sum.clone())
     if not torch.isfinite(loss_sum):
         raise TrialDiverged(f"loss became non-finite at epoch {epoch}, within steps {first}-{last}")

@@ -26,7 +26,7 @@ EPOCH_METRICS = (
     "val_nfe_mean",  # ODE: mean vector-field evaluations per validation forward
     "peak_memory_mb",  # CUDA: peak allocated this epoch; CPU: the process's peak RSS so far
 )
-STATIC_METRICS = CONSTANT_METRICS  # params, flops_per_image (ODE: one field evaluation x val NFE)
+STATIC_METRICS = CONSTANT_METRICS  # params, flops_per_image (ODE: one field evaluation x val NFE), world_size
 SELECTABLE_METRICS = EPOCH_METRICS + STATIC_METRICS
 REPORTED_METRICS = SELECTABLE_METRICS
 # A finished trial whose final val_top1 is within this of chance (1 / classes) did not train.

@@ -17,6 +17,7 @@ import numpy as np
 
 from vitscale.tracking.predictions import predictions_name
 from vitscale.train.config import TrialConfig
+from vitscale.train.distributed import ONE_PROCESS, Distributed
 from vitscale.train.evaluate import split_predictions
 from vitscale.train.metrics import at_resolution
 
@@ -36,6 +37,7 @@ def evaluate_at_resolutions(
     resolutions: Sequence[int],
     splits: Sequence[str] = ("val", "test"),
     autocast=nullcontext(),
+    distributed: Distributed = ONE_PROCESS,
 ) -> tuple[dict[str, float], Predictions]:
     """({'val_top1_at56': ..., 'test_loss_at56': ...}, {'test@56': arrays, ...}): one pass per
     split and resolution, so each per-image record is exactly what its metrics counted."""
@@ -44,7 +46,7 @@ def evaluate_at_resolutions(
     for resolution in resolutions:
         at = at_resolution_config(config, resolution)
         for split in splits:
-            stats, arrays = split_predictions(runner, bundle, at, autocast, split)
+            stats, arrays = split_predictions(runner, bundle, at, autocast, split, distributed)
             metrics.update({at_resolution(k, resolution): v for k, v in stats.items()})
             predictions[predictions_name(split, resolution)] = arrays
     return metrics, predictions

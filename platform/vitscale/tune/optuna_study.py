@@ -68,7 +68,7 @@ def no_optuna_study(spec) -> bool:
 
 def arms_sample(spec) -> bool:
     """A comparison whose arms are tuned by a sampler: one Optuna study per arm, in one storage."""
-    return study_kind(spec.kind).phased and spec.search.algorithm != "grid"
+    return TUNE_KINDS[spec.kind].optuna_per_arm and spec.search.algorithm != "grid"
 
 
 def study_names(spec) -> list[str]:

@@ -59,8 +59,9 @@ CONTEXT = b"vitscale-state/1"
 
 
 def _not_tunes(folder: str) -> bool:
-    """A folder Tune never unpickles from: trial checkpoints (loaded with torch's weights_only), W&B's."""
-    return folder.startswith("checkpoint_") or folder == "wandb"
+    """A folder Tune never unpickles from: trial checkpoints (loaded with torch's weights_only), W&B's,
+    Ray Train's records of a multi-worker trial's runs (`tune.distributed_trial`: never read back)."""
+    return folder.startswith("checkpoint_") or folder in ("wandb", "ray_train")
 
 
 def is_state_file(relative: PurePosixPath) -> bool:

@@ -35,6 +35,7 @@ from vitscale.tracking.layout import (
 )
 from vitscale.tracking.trial_artifacts import epoch_line, trial_log
 from vitscale.train.checkpoint import DamagedCheckpoint
+from vitscale.train.distributed import ONE_PROCESS, Distributed
 from vitscale.train.loop import fit
 from vitscale.tune.worker_cache import begin_trial
 
@@ -86,28 +87,47 @@ def train_trial(config: dict[str, Any], spec) -> None:
         fit_from(trial, report, workdir / "checkpoint", resume_from, restored and restored.path, extra)
     except TrialFailure as exc:
         trial_log(f"failed: {exc.reason}: {' '.join(str(exc).split())}")
-        objectives = {o.metric: math.nan for o in spec.objectives}
-        tune.report(
-            {
-                **objectives,
-                "epoch": last.get("epoch", 0.0),
-                **{k: v for k, v in last.items() if k not in objectives},
-                **extra,
-                RESULT_FAILURE_REASON: exc.reason,
-                RESULT_FAILURE_MESSAGE: str(exc).splitlines()[0][:500] if str(exc) else exc.reason,
-            }
-        )
+        tune.report(failure_result(spec, last, extra, exc))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def fit_from(trial, report, checkpoint_dir: Path, resume_from: Path | None, source: str | None, extra: dict):
+def failure_result(spec, last: dict[str, float], extra: dict, exc: TrialFailure) -> dict:
+    """The final result of a trial that failed with `exc` after reporting `last`: the objectives
+    NaN, the reason and the first line of the message for the driver's callback."""
+    objectives = {o.metric: math.nan for o in spec.objectives}
+    return {
+        **objectives,
+        "epoch": last.get("epoch", 0.0),
+        **{k: v for k, v in last.items() if k not in objectives},
+        **extra,
+        RESULT_FAILURE_REASON: exc.reason,
+        RESULT_FAILURE_MESSAGE: str(exc).splitlines()[0][:500] if str(exc) else exc.reason,
+    }
+
+
+def fit_from(
+    trial,
+    report,
+    checkpoint_dir: Path,
+    resume_from: Path | None,
+    source: str | None,
+    extra: dict,
+    distributed: Distributed = ONE_PROCESS,
+):
     """`fit` resumed from `resume_from` (Tune's copy of the checkpoint at `source`); a damaged one
     is discarded: the trial starts from epoch 0, its log and its results (`extra`) say which.
     MLflow gets no epoch twice: the driver's callback skips the steps the child run already has,
-    and a restarted trial's epochs are the same ones again (same seed, same data order)."""
+    and a restarted trial's epochs are the same ones again (same seed, same data order). Every
+    worker of a multi-worker trial reads the same checkpoint, so they all discard it or none."""
     try:
-        return fit(trial, report=report, checkpoint_dir=checkpoint_dir, resume_from=resume_from)
+        return fit(
+            trial,
+            report=report,
+            checkpoint_dir=checkpoint_dir,
+            resume_from=resume_from,
+            distributed=distributed,
+        )
     except DamagedCheckpoint as exc:
         if resume_from is None or exc.path.parent != resume_from:
             raise  # another file (a distillation teacher, say): not this trial's to discard
@@ -115,4 +135,6 @@ def fit_from(trial, report, checkpoint_dir: Path, resume_from: Path | None, sour
         trial_log(f"WARNING: checkpoint {where} is damaged ({exc.why}); restarting this trial from epoch 0")
         extra[RESULT_DISCARDED_CHECKPOINT] = f"{where}: {exc.why}"
         shutil.rmtree(checkpoint_dir, ignore_errors=True)
-        return fit(trial, report=report, checkpoint_dir=checkpoint_dir, resume_from=None)
+        return fit(
+            trial, report=report, checkpoint_dir=checkpoint_dir, resume_from=None, distributed=distributed
+        )

@@ -8,7 +8,6 @@ import functools
 from ray import tune
 from ray.tune.search.optuna import OptunaSearch
 
-from vitscale.bench.placement import trial_resources
 from vitscale.study import (
     config_key,
     count_trials,
@@ -23,6 +22,7 @@ from vitscale.tracking.tune_callback import MlflowStudyCallback, TrialDescriptio
 from vitscale.tracking.wandb import wandb_callbacks
 from vitscale.tune import optuna_study, signed_storage, snapshot_period
 from vitscale.tune.arm_asha import scheduler_for
+from vitscale.tune.execution_modes import execution_mode
 from vitscale.tune.kinds import TUNE_KINDS
 from vitscale.tune.progress import ProgressCallback
 from vitscale.tune.replicates import ReplicatedSearcher
@@ -33,9 +33,9 @@ BENCH_COLUMNS = ["mixer", "regime", "resolution", "attention_backend"]  # a benc
 
 
 def trainable_for(spec):
-    """The kind's trial function (`TuneKind.trial`) with its resources."""
-    resources = trial_resources(spec)  # a CPU benchmark timing reserves its whole node
-    return tune.with_resources(tune.with_parameters(TUNE_KINDS[spec.kind].trial, spec=spec), resources)
+    """The kind's trial function (`TuneKind.trial`) with its resources, in the trial's execution
+    mode (`tune.execution_modes`: one process, or Ray Train workers when `resources.workers` > 1)."""
+    return execution_mode(spec).trainable(spec, TUNE_KINDS[spec.kind].trial)
 
 
 def describe_trial(config: dict, spec) -> TrialDescription:
@@ -168,10 +168,11 @@ def build_tuner(
             search_alg=search_alg,
             scheduler=_scheduler(spec),
             num_samples=num_samples,
-            max_concurrent_trials=spec.search.max_concurrent_trials,
+            max_concurrent_trials=execution_mode(spec).concurrency(spec),
             # One worker runs trial after trial (imports and data loaded once; tune.worker_cache
-            # resets the rest), unless the kind's trials need a fresh process each (`reuse_workers`).
-            reuse_actors=kind.reuse_workers,
+            # resets the rest), unless the kind's trials need a fresh process each (`reuse_workers`)
+            # or the mode's trial owns workers that must end with it (Ray Train).
+            reuse_actors=kind.reuse_workers and execution_mode(spec).reuse_actors,
             trial_name_creator=lambda trial: trial.trial_id,
             trial_dirname_creator=lambda trial: trial.trial_id,
         ),
@@ -189,7 +190,12 @@ def build_tuner(
             # logged to its child run at completion (tracking.trial_artifacts).
             log_to_file=True,
             sync_config=tune.SyncConfig(sync_artifacts=True),
-            callbacks=[callback, progress, *wandb_callbacks(spec, execution.directory)],
+            callbacks=[
+                callback,
+                progress,
+                *wandb_callbacks(spec, execution.directory),
+                *execution_mode(spec).driver_callbacks(),
+            ],
             verbose=verbose,
             progress_reporter=_reporter(spec),
         ),

@@ -38,6 +38,7 @@ class StudyRules:
     # What its trials run with where the file leaves a value null (`study show`; `defaults`).
     run_defaults: Callable[[StudySpec], list[tuple[list[str], dict[str, Any]]]]
     unused_sections: tuple[str, ...] = ()  # spec sections its record and hash leave out
+    multi_worker_trials: bool = True  # may `resources.workers` > 1 (Ray Train); a timing is one process
 
 
 def no_problems(*_: Any) -> list[Problem]:

@@ -24,5 +24,6 @@ BENCHMARK_RULES = STUDY_RULES.register(
         trials_line=points_line,
         run_defaults=no_problems,  # its configurations set everything
         unused_sections=("trial",),
+        multi_worker_trials=False,
     ),
 )

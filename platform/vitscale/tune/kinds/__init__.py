@@ -38,6 +38,7 @@ class TuneKind:
     threads: Callable[[Any], tuple[str, int]]  # (the key that sets them, the most threads a trial runs)
     status_phase: Callable[[Any, list], str]  # (spec, child runs) -> the phase `study status` shows ("" none)
     uses_optuna: Callable[[Any], bool]  # whether the execution has an Optuna study of its own
+    optuna_per_arm: bool = False  # its arms each tune in an Optuna study (one storage for them all)
 
 
 TUNE_KINDS: KindTable[TuneKind] = KindTable(

@@ -22,5 +22,6 @@ COMPARISON_TUNE = TUNE_KINDS.register(
         best=final_arm_best,
         status_phase=arm_phase,
         uses_optuna=no_optuna_study,
+        optuna_per_arm=True,
     ),
 )
