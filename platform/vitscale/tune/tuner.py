@@ -142,7 +142,9 @@ def build_tuner(
     objective, trains = spec.objectives[0], study_kind(spec.kind).trains
     # A benchmark's configurations compare only within a resolution: no one "best" in its line.
     best_of = (objective.metric, objective.mode) if trains else None
-    progress = progress or ProgressCallback(spec.name, count_trials(spec), best_of)
+    progress = progress or ProgressCallback(
+        spec.name, count_trials(spec), best_of, record=execution.directory
+    )
     snapshot_period.apply(count_trials(spec))  # Tune's experiment snapshot: rarer for larger studies
 
     return tune.Tuner(
