@@ -207,3 +207,5 @@ def test_a_quiet_study_prints_progress_lines_not_rays_table_and_status_lists_it(
         r"\[progress-tiny\] 2/4 done · 0 running · 2 failed · best val_top1 .* \(n=2\) lr=0\.003", status[0]
     )
     assert "finished" in status[0] and "ETA" not in status[0]
+    best = re.search(r"best val_top1 \S+ \(n=\d\) \S+", lines[-1]).group(0)
+    assert best in status[0], (best, status[0])  # the run's last line, as `study status` shows it

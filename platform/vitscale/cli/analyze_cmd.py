@@ -82,6 +82,7 @@ def summary_table(result) -> Table:
         return table
     several = any(row["configs"] > 1 for row in rows)  # else "best" and "mean over runs" say one thing
     table.title += " (validation top-1: a configuration's mean over its seeds)"
+    table.min_width = len(table.title)  # the title on one line, where the console is wide enough
     cols = ["mixer", "regime", "configs", "runs"]
     cols += ["best config val top-1 (%)", "val top-1 over all runs (%)"] if several else ["val top-1 (%)"]
     cols += ["params (best config)" if several else "params"]

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from vitscale import tune
 from vitscale.errors import UserError
 from vitscale.tune import execution_files, progress_line
 from vitscale.tune.progress_line import Snapshot
@@ -57,9 +58,7 @@ def study_status(directory: Path, name: str, root: Path) -> LocalStudy:
     record = progress_line.read(directory)
     if record is not None:
         return LocalStudy(name, directory, record.state, record.status_snapshot(time.time()))
-    from vitscale.tune import status_from_mlflow  # lazy: MLflow and Ray, seconds to import
-
-    return status_from_mlflow.study_status(directory, name, root)
+    return tune.study_status_from_mlflow(directory, name, root)  # imports MLflow and Ray: seconds
 
 
 def watch(render, every: float) -> None:

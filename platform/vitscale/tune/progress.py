@@ -75,12 +75,12 @@ _TALLIES: dict[str, StudyTally] = {}
 
 def track_study(directory: Path, tally: StudyTally) -> None:
     """The phases' lines of the execution in `directory` count the whole study with `tally`."""
-    _TALLIES[str(directory)] = tally
+    _TALLIES[str(Path(directory).resolve())] = tally
 
 
 def tally_of(directory: Path) -> StudyTally | None:
     """The tally `track_study` registered for the execution in `directory`, if any."""
-    return _TALLIES.get(str(directory))
+    return _TALLIES.get(str(Path(directory).resolve()))
 
 
 def trial_outcome(status: str, result: dict) -> str:

@@ -29,7 +29,7 @@ from vitscale.tune.summary import best_by_seed_mean, child_runs, trial_row
 ENDED = ("FINISHED", "FAILED")
 
 
-def study_status(directory: Path, name: str, root: Path) -> LocalStudy:
+def study_status_from_mlflow(directory: Path, name: str, root: Path) -> LocalStudy:
     """One execution folder -> its line; a problem is reported in the line, not raised."""
     study = LocalStudy(name, directory)
     try:
