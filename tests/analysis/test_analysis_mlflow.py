@@ -275,3 +275,27 @@ def test_predictions_download_quietly_and_older_runs_have_none(comparison, store
     assert set(got.column("run_id").to_pylist()) == {with_preds}
     assert sorted(set(got.column("split").to_pylist())) == ["test", "val"]
     assert "Downloading artifacts" not in capfd.readouterr().err
+
+
+def test_cli_summary_names_its_split_and_says_one_configurations_number_once(
+    train, comparison, tmp_path, capsys
+):
+    """The issue: 'best config top-1 (%)' named no split, and an arm of one configuration repeated
+    it as 'mean over runs'. Without a terminal the table is rendered whole, never cut mid-number."""
+    from vitscale.cli import main
+
+    main(["analyze", COMPARISON_STUDY, "--from", str(comparison[0].runs_path), "--out", str(tmp_path / "c")])
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if "mixer" in line and "regime" in line)
+    assert "val top-1 (%)" in header and "best config" not in header and "over all runs" not in header
+    assert "(validation top-1: a configuration's mean over its seeds)" in out
+    assert all(len(line) <= 200 for line in out.splitlines() if line.startswith(("┃", "│")))
+
+    several = [row for row in train[0].summary() if row["configs"] > 1]
+    assert several  # the train study's arms hold several configurations
+    main(["analyze", TRAIN_STUDY, "--from", str(train[0].runs_path), "--out", str(tmp_path / "t")])
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if "mixer" in line and "regime" in line)
+    assert "best config val top-1 (%)" in header and "val top-1 over all runs (%)" in header
+    row = next(line for line in out.splitlines() if line.startswith("│ " + several[0]["mixer"]))
+    assert f"{100 * several[0]['mean_top1']:.2f}" in row  # the mean over all runs, whole on one line

@@ -12,7 +12,8 @@ from vitscale.data.registry import recommended_recipe
 from vitscale.study import config_key, resolve_trial, run_params, run_trial, validate_study
 from vitscale.study.defaults import run_defaults
 from vitscale.study.yamlio import parse
-from vitscale.train.config import GENERIC_RECIPE
+from vitscale.train.config import GENERIC_RECIPE, TrialConfig, flatten
+from vitscale.train.from_mlflow import section_params
 
 SPEC = """
 name: record
@@ -51,6 +52,29 @@ def test_params_hold_the_active_sections_with_every_default_resolved(spec):
     attention = run_params(run_trial(spec, {"model.mixer": "attention", "model.regime": "discrete"}, 0))
     assert attention["model.attention.qk_norm"] is False and attention["model.layer_scale"] == 0.0
     assert not [k for k in attention if k.startswith(("model.ssog.", "model.ode."))]
+
+
+def test_no_param_reads_none_and_the_params_rebuild_the_trial(spec):
+    """The issue: ~14 params per child run were the string 'None' (data.hflip, model.head_dim,
+    train.distill). A value left to its default is not logged; read back (train --from-run), the
+    missing key is that default again. A None that is not the default is kept."""
+    for point in ({"model.mixer": "ssog", "model.regime": "ode"}, {"model.mixer": "attention"}):
+        trial = run_trial(spec, {"model.regime": "discrete", **point}, 0)
+        logged = {k: str(v) for k, v in run_params(trial).items()}  # as MLflow stores them
+        assert "None" not in logged.values(), [k for k, v in logged.items() if v == "None"]
+        assert not {"data.hflip", "model.head_dim", "train.distill"} & set(logged)
+        rebuilt = TrialConfig.model_validate(
+            {s: section_params(logged, s) for s in ("model", "data", "train")}
+        )
+        unused = tuple(f"model.{name}." for name in trial.model.unused_sections())
+        assert {k: v for k, v in flatten(rebuilt).items() if not k.startswith(unused)} == {
+            k: v for k, v in flatten(trial).items() if not k.startswith(unused)
+        }
+    no_clip = validate_study(
+        parse(SPEC.replace("device: cpu}", "device: cpu, grad_clip: null}")), "record.yaml"
+    )
+    logged = run_params(run_trial(no_clip, {"model.mixer": "ssog", "model.regime": "ode"}, 0))
+    assert "train.grad_clip" in logged and logged["train.grad_clip"] is None  # not the default (1.0)
 
 
 def test_run_defaults_name_what_each_null_becomes(spec):

@@ -52,6 +52,10 @@ def test_a_study_trial_reruns_from_its_mlflow_record_to_the_same_top1(tmp_path):
     assert int(params["params"]) > 0 and float(params["flops_per_image"]) > 0  # constants: params
     assert not {"params", "flops_per_image", "epoch", "did_not_train"} & set(metrics)
     assert metrics["val_top1"] > 0.3  # it learned: equal top-1s below mean something
+    # no param reads 'None': values left to their default are not logged, and the rerun below
+    # rebuilds them as that default (data.hflip, model.head_dim, train.distill, ...)
+    assert "None" not in params.values(), [k for k, v in params.items() if v == "None"]
+    assert not {"data.hflip", "model.head_dim", "train.distill"} & set(params)
 
     rerun = vitscale("train", "--from-run", run.info.run_id, "--tracking-uri", uri, "--json", cwd=tmp_path)
     final = json.loads(rerun.stdout.strip().splitlines()[-1])

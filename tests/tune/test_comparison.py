@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from collections import Counter
@@ -220,6 +221,14 @@ def test_comparison_killed_in_its_final_phase_resumes_to_exactly_the_plan(tmp_pa
     resume = ["study", "resume", "cmp-resume", "--storage", str(results), "--num-cpus", "1", "--quiet"]
     proc = vitscale(*resume, cwd=tmp_path, timeout=300)
     assert "8 finished" in proc.stdout, proc.stdout
+    # Each line of the resumed final phase counts the whole study too (its tuning phases, done by
+    # the killed driver, read back from MLflow), and `study status` shows the run's last line.
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("[cmp-resume] final ")]
+    assert lines and all(" — study " in line for line in lines), proc.stdout
+    assert lines[-1].endswith(" — study 8/8 done · 0 failed · ETA 0s"), lines[-1]
+    status = vitscale("study", "status", "--storage", str(results), cwd=tmp_path).stdout.strip()
+    assert status.startswith(lines[-1].split(" · elapsed ")[0]), (status, lines[-1])  # same counts, same best
+    assert re.search(r" — study 8/8 done · 0 failed · finished \(execution [\w-]+\)$", status), status
     [parent] = parent_runs(uri, "cmp-resume")
     assert parent.data.tags["vitscale.kind"] == "comparison"
     assert json.loads(parent.data.tags["vitscale.reference"]) == {"model.mixer": "attention"}
@@ -274,6 +283,34 @@ def test_the_arm_table_never_cuts_an_arm_name_or_a_tuned_value_at_80_columns():
     for value in ("lr=0.00619", "weight_decay=0.0123", "warmup_epochs=1.5", "width=32", "82.52", "70.06"):
         assert text.count(value) == 4, (value, text)
     assert "…" not in text
+
+
+def test_without_a_terminal_the_arm_table_is_never_folded_mid_number(capsys, monkeypatch):
+    """The issue: `weight_decay=0.0083|7` in a log file: Rich assumed 80 columns without a TTY."""
+    from vitscale.cli.console import stdout_console
+    from vitscale.cli.run_cmd import arm_table
+
+    point = {
+        "train.lr": 0.00338175,
+        "train.weight_decay": 0.00836123,
+        "train.warmup_epochs": 0.5,
+        "model.ssog.kernel_lr_scale": 1.8712,
+        "model.ssog.sigma_min_tokens": 0.5,
+        "model.pos_embed": False,
+        "model.width": 32,
+    }
+    rows = [
+        dict(arm=f"model.mixer={m},model.regime={r}", point=point, tuning_score=0.4266, final_runs=3,
+             val_top1=0.2448, test_top1=0.2201)
+        for m in ("attention", "ssog") for r in ("discrete", "ode")
+    ]  # fmt: skip
+    monkeypatch.delenv("COLUMNS", raising=False)
+    stdout_console().print(arm_table(rows))
+    out = capsys.readouterr().out
+    for value in ("weight_decay=0.00836", "kernel_lr_scale=1.87", "sigma_min_tokens=0.5", "24.48", "22.01"):
+        assert out.count(value) == 4, (value, out)
+    monkeypatch.setenv("COLUMNS", "60")  # a width the user sets still decides
+    assert stdout_console().width == 60
 
 
 @pytest.mark.parametrize("key", ["model.mlp_ratio", "model.width"])

@@ -4,17 +4,21 @@ execution records and a real MLflow store (written here as a driver writes them;
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 from mlflow import MlflowClient
-from study_helpers import write_study
+from study_helpers import cli_env, write_study
 from test_comparison import COMPARISON
 
 from vitscale.cli import main
 from vitscale.study import load_study
 from vitscale.tracking import layout
-from vitscale.tune import local_status
+from vitscale.tracking.seed_mean import ConfigMean
+from vitscale.tune import local_status, progress_line
+from vitscale.tune.progress_line import Snapshot, StudyCount
 from vitscale.tune.run import StudyExecution
 
 NOW_MS = int(time.time() * 1000)
@@ -119,6 +123,42 @@ def test_a_finished_study_has_no_eta_and_a_missing_store_is_one_line(tmp_path, m
     monkeypatch.chdir(tmp_path / "elsewhere")
     [study] = local_status.local_studies("ray_results")
     assert study.line().startswith("[done-tiny] MLflow store mlflow.db not found"), study.line()
+
+
+def test_status_shows_the_line_the_run_printed_last_without_importing_mlflow_or_ray(tmp_path):
+    """The issue: 11.5 s for `study status`, and `best val_top1 –` where the run's line said 0.888.
+    With a progress record the listing neither imports MLflow and Ray nor reads the runs."""
+    spec = load_study(write_study(tmp_path, "cmp-record", **COMPARISON))
+    directory = record_study(tmp_path, spec, [trial("attention", 0, val=0.5)], planned=8)
+    best = ConfigMean("k", "lr=0.0031", 1, {"val_top1": 0.888})
+    printed = Snapshot(
+        "cmp-record", "tune arm 2/2 ssog", 1, 1, 0, 2, "val_top1", best, elapsed_s=300, eta_s=90.0
+    )
+    printed.whole = StudyCount(done=3, failed=0, planned=8, eta_s=600.0)
+    progress_line.write(directory, printed)
+    probe = (
+        "import sys\n"
+        "from vitscale.cli import main\n"
+        "main(['study', 'status', '--storage', 'ray_results'])\n"
+        "print(sorted(m for m in ('mlflow', 'ray', 'torch') if m in sys.modules))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    line, imported = proc.stdout.strip().splitlines()
+    assert imported == "[]", imported
+    assert re.match(
+        r"\[cmp-record\] tune arm 2/2 ssog  1/2 done · 1 running · 0 failed · best val_top1 0\.888 \(n=1\) "
+        r"lr=0\.0031 · updated \d+s ago · ETA (1m\d\d|\d\d)s — study 3/8 done · 0 failed · ETA 9m\d\ds · running "
+        r"\(execution 20260101-120000\)$",
+        line,
+    ), line
 
 
 def test_watch_redraws_until_interrupted(capsys):

@@ -10,7 +10,16 @@ from types import SimpleNamespace
 import pytest
 
 from vitscale.tracking.seed_mean import ConfigMean
-from vitscale.tune.progress import ProgressCallback, Snapshot, duration, eta_s, snapshot_of_trials
+from vitscale.tune import progress_line
+from vitscale.tune.progress import (
+    ProgressCallback,
+    Snapshot,
+    StudyTally,
+    duration,
+    eta_s,
+    snapshot_of_trials,
+    track_study,
+)
 
 OBJECTIVE = ("val_top1", "max")
 
@@ -121,3 +130,47 @@ def test_a_pickled_callback_resumes_with_a_fresh_clock_and_prints_at_once():
     restored = pickle.loads(pickle.dumps(callback))
     assert restored.since is None and restored._changed and restored.planned == 4
     assert restored._first_start is None and restored.clock is time.monotonic  # this driver's own clock
+
+
+def test_a_comparison_phase_line_counts_the_whole_study_and_is_the_record_status_reads(tmp_path, capsys):
+    """The issue: `4/4 done … ETA 0s` at the end of arm 1 of 4 while 6/28 of the study were done."""
+    now = [100.0]
+    tally = StudyTally(planned=28)
+    tally.ended_elsewhere(5, 1)  # earlier phases (read from MLflow as each phase starts)
+    track_study(tmp_path, tally)
+    callback = ProgressCallback(
+        "cmp", 4, OBJECTIVE, phase="tune arm 2/4 ssog", clock=lambda: now[0], record=tmp_path, whole=True
+    )
+    callback.setup()
+    running = [trial("RUNNING", ATT, 0), trial("RUNNING", ATT, 1)]
+    callback.on_trial_start(0, running, running[0])
+    callback.on_step_end(1, running)
+    now[0] = 160.0
+    callback.on_trial_complete(2, running, running[0])
+    ended = [trial("TERMINATED", ATT, 0, val=0.888), running[1]]
+    callback.on_step_end(2, ended)
+    first, last = capsys.readouterr().out.splitlines()
+    assert first.endswith("ETA – — study 5/28 done · 1 failed · ETA –"), first
+    # 1 trial ended in this driver's 60 s, 21 of 28 left; the phase: 1 ended in 60 s, 3 left
+    assert last.endswith("ETA 3m00s — study 6/28 done · 1 failed · ETA 21m00s"), last
+    assert "1/4 done · 1 running · 0 failed · best val_top1 0.888 (n=1)" in last
+
+    record = progress_line.read(tmp_path)
+    assert record.state == "running" and record.snapshot.line() == last  # the very line printed
+    shown = record.status_snapshot(record.written + 60).line()
+    assert "best val_top1 0.888 (n=1)" in shown and "updated 1m00s ago" in shown and "elapsed" not in shown
+    assert shown.endswith("ETA 2m00s — study 6/28 done · 1 failed · ETA 20m00s"), shown  # less 1 min
+    progress_line.mark(tmp_path, "finished")
+    finished = progress_line.read(tmp_path)
+    assert finished.state == "finished"
+    assert finished.status_snapshot(finished.written).line().endswith("— study 6/28 done · 1 failed")
+
+    restored = pickle.loads(pickle.dumps(callback))  # a phase Tune restores finds the tally again
+    assert restored.snapshot(ended).whole.done == 6
+
+
+def test_the_line_of_a_study_that_is_not_a_comparison_has_no_study_part(capsys):
+    callback = ProgressCallback("tiny", 2, OBJECTIVE)
+    callback.setup()
+    callback.on_step_end(0, [trial("RUNNING", ATT, 0)])
+    assert "— study" not in capsys.readouterr().out

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
+from vitscale.bench.contention import contention_caveat
 from vitscale.cli.run_cmd import print_summary
 from vitscale.tune.summary import StudySummary, TrialRow, best_by_seed_mean
 
@@ -103,6 +104,16 @@ def test_a_benchmark_has_one_front_per_resolution(capsys):
     at_64 = out.split("Pareto front at 64 px")[1]
     assert "ssog" in at_64 and "attention" not in at_64
     assert out.strip().splitlines()[-1] == "execution folder: /r/bench/20260101-000000"
+    assert "Contended timings" not in out  # none measured on the CPU here
+
+    # The issue: a front printed without the report's caveat that every timing was contended.
+    for trial, ratio in zip(trials, (0.16, 0.31, 0.97, 0.42, 0.55), strict=True):
+        trial.metrics["cpu_wall_ratio"] = ratio
+    print_summary(summary)
+    out = capsys.readouterr().out
+    caveat = contention_caveat([0.16, 0.31, 0.97, 0.42, 0.55])
+    assert caveat.startswith("4 of 5 CPU timings were contended") and f"Contended timings: {caveat}" in out
+    assert out.index("Contended timings") > out.index("Pareto front at 64 px")
 
 
 def test_a_benchmark_configuration_reads_mixer_regime_backend_without_derived_constants():

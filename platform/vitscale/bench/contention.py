@@ -11,11 +11,16 @@ waited; its CPU-time throughput (`cpu_ms`) does not.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 CONTENDED_BELOW = 0.8  # CPU time under 80 % of wall × threads: descheduled a fifth of the time
 CONTENDED_ABOVE = 1.25  # over 125 %: more threads ran than the timing was given
+RULE = (
+    "CPU time over the timed iterations ÷ (wall time × threads), 1 when every thread ran "
+    f"throughout; outside {CONTENDED_BELOW:g}–{CONTENDED_ABOVE:g} a timing shared its cores"
+)
 
 
 def cpu_wall_ratio(cpu_seconds: list[float], wall_seconds: list[float], threads: int) -> float | None:
@@ -38,3 +43,21 @@ def contention_note(record: Mapping[str, Any]) -> str | None:
         return None
     threads = record.get("threads")
     return f"cpu/wall {ratio:.2f} of {threads or '?'} thread{'' if threads == 1 else 's'}"
+
+
+def contention_caveat(ratios: Iterable[float | None]) -> str | None:
+    """A sweep's CPU timings in one sentence, worded once for the report (*Contended timings*) and
+    the terminal summary of a benchmark study: how many were contended and what that does to their
+    throughput, or that none was. None where no CPU timing was measured (CUDA)."""
+    measured = [float(r) for r in ratios if isinstance(r, int | float) and math.isfinite(r)]
+    if not measured:
+        return None
+    flagged = sum(is_contended(r) for r in measured)
+    span = f"{min(measured):.2f}–{max(measured):.2f}"
+    if not flagged:
+        return f"None: all {len(measured)} CPU timings kept their threads busy ({RULE}; here {span})."
+    return (
+        f"{flagged} of {len(measured)} CPU timings were contended ({RULE}; here {span}): their "
+        "wall-clock images/s include time spent waiting for a core, so ratios that involve them are "
+        "not the mixers' own."
+    )

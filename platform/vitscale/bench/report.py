@@ -31,7 +31,7 @@ from rich import box
 from rich.table import Table
 
 from vitscale.bench.config import VARIANT_KEYS, Variant
-from vitscale.bench.contention import contention_note
+from vitscale.bench.contention import contention_caveat, contention_note
 from vitscale.bench.margin import MIN_MARGIN, ratio_margin, side_spread, verdict
 from vitscale.bench.records import series
 from vitscale.errors import OUT_OF_MEMORY
@@ -559,9 +559,9 @@ def footnotes(records: Sequence[Mapping[str, Any]]) -> list[str]:
     keys = varying(records)
     contended = [(r, contention_note(r)) for r in records if r["status"] == "ok" and contention_note(r)]
     if contended:
+        caveat = contention_caveat([r.get("cpu_wall_ratio") for r in records if r["status"] == "ok"])
         notes.append(
-            f"*: contended timing, CPU time far from wall × threads ({len(contended)} of "
-            f"{sum(r['status'] == 'ok' for r in records)}; its img/s includes time it waited for a core): "
+            f"*: contended timing — {caveat} "
             + ", ".join(f"{where(r, keys)} ({note})" for r, note in contended)
         )
     for r in records:

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from vitscale.cli.app import app
+from vitscale.cli.console import stdout_console
 from vitscale.cli.registrations import print_registrations
 from vitscale.errors import UserError
 from vitscale.kinds import study_kind
@@ -60,14 +61,31 @@ def _fmt(value, scale: float = 1.0, digits: int = 2, signed: bool = False) -> st
     return f"{value * scale:{'+' if signed else ''}.{digits}f}"
 
 
+# Where every arm holds one configuration its best is its mean over runs: one column, plainly named.
+ONE_CONFIGURATION_HEADERS = {"best_top1": "val top-1 (%)", "params": "params"}
+
+
 def summary_table(result) -> Table:
     """Per mixer x regime (benchmarks: per series): the headline numbers, in the columns the study
-    kind's analysis names (`AnalysisKind.summary_columns`)."""
-    table = Table(title=f"{result.study}: {study_kind(result.kind).summary_title} summary")
-    columns = result.summary_columns
+    kind's analysis names (`AnalysisKind.summary_columns`). Validation chose: test is in the
+    verdicts and the report."""
+    rows = result.summary()
+    columns = list(result.summary_columns)
+    keys = {key for key, *_ in columns}
+    title = f"{result.study}: {study_kind(result.kind).summary_title} summary"
+    if "best_top1" in keys:
+        title += " (validation top-1: a configuration's mean over its seeds)"
+    if "mean_top1" in keys and not any(row.get("configs", 1) > 1 for row in rows):
+        columns = [
+            (key, ONE_CONFIGURATION_HEADERS.get(key, header), scale, spec)
+            for key, header, scale, spec in columns
+            if key != "mean_top1"
+        ]
+    table = Table(title=title)
+    table.min_width = len(title)  # the title on one line, where the console is wide enough
     for key, header, _, _ in columns:
         table.add_column(header, justify="left" if key in ("series", "mixer", "regime") else "right")
-    for row in result.summary():
+    for row in rows:
         table.add_row(*(_cell(row.get(key), scale, spec) for key, _, scale, spec in columns))
     return table
 
@@ -158,7 +176,7 @@ def analyze_command(
     name, spec_uri, experiment = resolve_study(study)
     if register and from_parquet is not None:
         raise UserError("--register: registers models in MLflow; it cannot be used with --from (offline)")
-    console = Console()
+    console = stdout_console()
     result = pipeline.analyze(
         name,
         tracking_uri or spec_uri,

@@ -23,6 +23,7 @@ from rich.console import Console
 
 from vitscale.bench.config import BenchmarkConfig, bench_model
 from vitscale.cli.app import app
+from vitscale.cli.console import stdout_console
 from vitscale.cli.model_cmd import model_config, model_options
 from vitscale.cli.overrides import set_option, validate_with_sets
 from vitscale.errors import UserError
@@ -220,7 +221,7 @@ def run(
     if as_json:
         sys.stdout.write(to_json(records) + "\n")
     else:
-        console = Console() if sys.stdout.isatty() else Console(width=120)  # the tables fit 120
+        console = stdout_console()
         for table in report.tables(records):
             console.print(table)
         for note in report.footnotes(records):

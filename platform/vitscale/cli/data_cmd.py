@@ -6,11 +6,11 @@ import json
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from vitscale import data as vdata  # vdata.load / vdata.throughput import torch when first read
 from vitscale.cli.app import app
+from vitscale.cli.console import stdout_console
 from vitscale.data import DataConfig
 from vitscale.device import resolve_device
 
@@ -83,4 +83,4 @@ def info(
     if measure:
         rate = out["throughput"]
         table.add_row("throughput", f"{rate['images_per_second']:,.0f} images/s (batch {rate['batch_size']})")
-    Console().print(table)
+    stdout_console().print(table)

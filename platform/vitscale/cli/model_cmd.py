@@ -17,17 +17,16 @@ from __future__ import annotations
 
 import inspect
 import json
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from vitscale import models  # models.describe_model imports torch when first read
 from vitscale.cli.app import model_app
+from vitscale.cli.console import stdout_console
 from vitscale.dotted import nested
 from vitscale.models import ModelConfig
 from vitscale.models.registry import MIXERS, REGIMES
@@ -163,4 +162,4 @@ def info(
         table.add_row(
             str(row["config"]["image_size"]), str(row["tokens"]), f"{row['params']:,}", gflops, mixing, bound
         )
-    Console(width=None if sys.stdout.isatty() else 160).print(table)
+    stdout_console().print(table)

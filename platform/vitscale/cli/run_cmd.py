@@ -8,15 +8,17 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from vitscale.bench.contention import contention_caveat
 from vitscale.cli.app import study_app
+from vitscale.cli.console import stdout_console
 from vitscale.cli.registrations import print_registrations
 from vitscale.cli.study_cmd import SetOption
 from vitscale.errors import UserError
 from vitscale.study import load_study
 from vitscale.tracking import layout, store
+from vitscale.tune import local_status  # light: no Ray, no MLflow (each execution's progress record)
 
 AddressOption = Annotated[
     str | None,
@@ -205,8 +207,6 @@ def status(
     """Where studies stand. Here: one progress line per study of the storage folder (done / running /
     failed / planned, best by seed mean, last change, ETA). With --address: submitted jobs, one line
     each (job id, study, status, start, duration, trials done/planned)."""
-    from vitscale.tune import jobs, local_status  # lazy: Ray, MLflow
-
     if address is None:
 
         def render() -> str:
@@ -217,6 +217,8 @@ def status(
         else:
             print(render())
         return
+    from vitscale.tune import jobs  # lazy: Ray, MLflow
+
     rows = jobs.status(address, target, tracking_uri)
     if as_json:
         print(json.dumps(rows, indent=2))
@@ -228,7 +230,7 @@ def status(
 def print_summary(summary) -> None:
     """Counts, then the best configuration by seed mean (or the fronts per resolution), then
     where to look next."""
-    console = Console()
+    console = stdout_console()
     counts = summary.counts
     console.print(
         f"[bold]{summary.study}[/]: {counts['total']} trials — {counts['finished']} finished, "
@@ -246,6 +248,11 @@ def print_summary(summary) -> None:
     else:
         for resolution, configs in summary.best.items():
             console.print(best_table(configs, summary.objectives, _best_title(summary, resolution)))
+    # the report's caveat on a benchmark's timings, in its words (trials that time nothing: None)
+    ratios = [t.metrics.get("cpu_wall_ratio") for t in summary.trials if t.status == "FINISHED"]
+    caveat = contention_caveat(ratios)
+    if caveat and not caveat.startswith("None"):
+        console.print(f"Contended timings: {caveat}", highlight=False)
     if getattr(summary, "tracking", ""):
         console.print(summary.tracking)
     console.print(

@@ -26,7 +26,7 @@ from vitscale.study.paths import flatten_section, lookup
 from vitscale.study.spec import StudySpec
 from vitscale.study.yamlio import dump
 from vitscale.tracking import layout
-from vitscale.train.config import TrialConfig, flatten
+from vitscale.train.config import TrialConfig, flatten, logged_params
 from vitscale.validation import error_lines
 
 
@@ -134,10 +134,11 @@ def trial_device_type(trial: TrialConfig, gpus: float) -> str:
 
 
 def run_params(trial: TrialConfig) -> dict[str, Any]:
-    """A trial's MLflow params: `flatten` without the settings of the mixers and regimes it does
-    not use (an SSoG run logs no `model.attention.*`; the model reads only its own sections)."""
+    """A trial's MLflow params: `logged_params` (no unset defaults) without the settings of the
+    mixers and regimes it does not use (an SSoG run logs no `model.attention.*`; the model reads
+    only its own sections)."""
     unused = tuple(f"model.{name}." for name in trial.model.unused_sections())
-    return {k: v for k, v in flatten(trial).items() if not k.startswith(unused)}
+    return {k: v for k, v in logged_params(trial).items() if not k.startswith(unused)}
 
 
 def _digest(data: Any, length: int = 16) -> str:

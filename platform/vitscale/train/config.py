@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Annotated, Any, Literal
 
@@ -306,3 +307,19 @@ def flatten(trial: TrialConfig) -> dict[str, Any]:
     data["model"].update(trial.model.resolved().model_dump(mode="json", include={"pos_embed", "layer_scale"}))
     walk("", data)
     return out
+
+
+def logged_params(trial: TrialConfig) -> dict[str, Any]:
+    """`flatten` as MLflow logs it: without the values left unset (None) where unset is the default
+    (data.hflip, model.head_dim, train.distill...), so no param reads 'None' and a missing key means
+    the default, for `train --from-run` (which rebuilds the trial from the params) and the analysis
+    alike. A None that is not the default (train.grad_clip: null, no clipping) is kept."""
+    defaults = _default_params()
+    return {k: v for k, v in flatten(trial).items() if v is not None or defaults.get(k) is not None}
+
+
+@functools.cache
+def _default_params() -> dict[str, Any]:
+    """The params of a trial left entirely to its defaults (a key inside an optional section, absent
+    here, defaults to None)."""
+    return flatten(TrialConfig())

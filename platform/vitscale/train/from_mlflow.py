@@ -137,7 +137,9 @@ AS_BEFORE = {"model.init": "timm"}
 def trial_from_run(run_id: str, tracking_uri: str) -> dict[str, Any]:
     """The trial a run logged (`model.*`, `data.*`, `train.*`), as the mapping a TrialConfig
     validates: `vitscale train --from-run` reruns it. A study trial logs every value it ran with
-    (threads, recipe, resolved defaults), so the rerun reproduces its metrics on the same device."""
+    (threads, recipe, resolved defaults), so the rerun reproduces its metrics on the same device;
+    a value left unset where unset is the default (`train.config.logged_params`) is not logged,
+    and left out here it is that default again."""
     key = "--from-run"
     if not RUN_ID_PATTERN.match(run_id):
         raise UserError(

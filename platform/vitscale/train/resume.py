@@ -22,8 +22,8 @@ from vitscale.errors import UserError, make_folder
 from vitscale.tracking import layout, queued, store
 from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT
 from vitscale.train.checkpoint import find_checkpoint, load_checkpoint
-from vitscale.train.config import TrialConfig
-from vitscale.train.config import flatten as trial_params  # the MLflow params, as a study logs them
+from vitscale.train.config import TrialConfig, logged_params  # logged_params: as a study logs them
+from vitscale.train.config import flatten as trial_params  # every value of a trial, None included
 from vitscale.train.from_mlflow import resolve_source
 from vitscale.train.loop import fit, save_predictions, with_threads
 
@@ -62,7 +62,7 @@ def train_trial(
         if resume:
             logged = _log_missed_epochs(client, run_id, checkpoint_dir)
         else:
-            store.log_params(client, run_id, trial_params(config))
+            store.log_params(client, run_id, logged_params(config))
 
     def report(metrics: dict[str, float], _checkpoint: Path | None) -> None:
         if client is not None and metrics["epoch"] > logged:  # a resumed run logs each epoch once

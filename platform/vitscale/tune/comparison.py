@@ -42,11 +42,11 @@ from vitscale.study.comparison import (
     final_study,
 )
 from vitscale.tracking import layout, parent_summary, queued, store
-from vitscale.tune import confirmation, interrupt, optuna_study, signed_storage
+from vitscale.tune import confirmation, interrupt, optuna_study, progress_line, signed_storage
 from vitscale.tune.comparison_record import RECORD_FILE
 from vitscale.tune.execution_files import read_state, write_state
 from vitscale.tune.phase_callback import PhaseCallback
-from vitscale.tune.progress import ProgressCallback
+from vitscale.tune.progress import ProgressCallback, StudyTally, tally_of, track_study
 from vitscale.tune.selection import ArmChoice, choose
 from vitscale.tune.summary import child_runs, close_completed, close_orphans, summarise
 from vitscale.tune.tuned_from import borrowed_choices
@@ -71,6 +71,7 @@ def save_state(directory: Path, state: dict) -> None:
 
 def _fit(execution, phase: str, phase_spec, callback, progress, search=None, verbose: int = 1):
     """Run one phase's Tune experiment, or continue it where a killed driver left it."""
+    _count_other_phases(execution, callback.phase, callback.arm)
     directory = execution.directory / phase
     directory.mkdir(exist_ok=True)
     if tune.Tuner.can_restore(str(directory)):
@@ -111,7 +112,7 @@ def _callback(execution, phase_spec, phase: str, arm: dict | None, describe=None
 
 def _progress(execution, phase: str, planned: int, since: float, label_keys=None) -> ProgressCallback:
     """The progress line of one phase: `tune arm 2/4 ssog · ode` or `final` (arms named by
-    their display names), on the study's elapsed clock."""
+    their display names), on the study's elapsed clock, with the whole study's count beside it."""
     objective = execution.spec.objectives[0]
     return ProgressCallback(
         execution.spec.name,
@@ -120,7 +121,27 @@ def _progress(execution, phase: str, planned: int, since: float, label_keys=None
         phase=phase,
         label_keys=label_keys,
         since=since,
+        record=execution.directory,
+        whole=True,
     )
+
+
+def _count_other_phases(execution, phase: str, arm: dict | None) -> None:
+    """The trials ended in every phase but the one starting, read from MLflow (the earlier phases
+    of this driver and, on resume, of the one before); the phase's own come from its Tune trials."""
+    tally = tally_of(execution.directory)
+    if tally is None:
+        return
+    key = layout.arm_key(arm) if arm is not None else None
+    client = store.client_for(execution.tracking_uri)
+    statuses = [
+        run.data.tags.get(layout.STATUS)
+        for run in child_runs(client, execution.experiment_id, execution.parent_run_id)
+        if not (
+            run.data.tags.get(layout.PHASE) == phase and (key is None or run.data.tags.get(layout.ARM) == key)
+        )
+    ]
+    tally.ended_elsewhere(statuses.count("FINISHED"), statuses.count("FAILED"))
 
 
 def _drain(execution) -> None:
@@ -161,6 +182,7 @@ def run_comparison(execution, verbose: int = 1):
     objective = spec.objectives[0]
     live: set = set()
     arms, since = arm_list(spec), time.time()
+    track_study(execution.directory, StudyTally(count_trials(spec)))
     for i, arm in enumerate(arms):
         key = layout.arm_key(arm)
         if key in state["choices"]:
@@ -206,6 +228,7 @@ def run_comparison(execution, verbose: int = 1):
     close_orphans(client, execution, live)
     client.log_text(execution.parent_run_id, json.dumps(state, indent=2, default=str), ARTIFACT)
     client.set_terminated(execution.parent_run_id, "FINISHED")
+    progress_line.mark(execution.directory, "finished")
     summary = summarise(client, execution)
     summary.arms = arm_rows(client, execution, state)
     parent_summary.log_summary(client, execution.experiment_id, execution.parent_run_id, spec)

@@ -32,7 +32,7 @@ from typing import Any, NoReturn
 from vitscale import storage_errors
 from vitscale.errors import StudyInterrupted, UserError
 from vitscale.tracking import store
-from vitscale.tune import storage
+from vitscale.tune import progress_line, storage
 from vitscale.tune.summary import close_orphans
 
 # Tune reads this when `fit` starts: with it set, Tune leaves SIGINT to us (we hand it SIGUSR1).
@@ -125,6 +125,7 @@ def record_interrupt(execution, stop: Stop) -> NoReturn:
         reason=f"interrupted ({stop.name}) before it finished; `{command}` reruns it",
     )
     client.set_terminated(execution.parent_run_id, "KILLED")
+    progress_line.mark(execution.directory, "killed")
     raise StudyInterrupted(
         f"{execution.spec.name}: interrupted ({stop.name}); Tune saved its state and unfinished trials are "
         f"KILLED: continue with `{command}`",

@@ -11,83 +11,76 @@ the wall time per trial ended since this driver's first trial started x the tria
 one ended: start-up, scheduling and the concurrency actually reached are in it (the mean trial
 duration over the peak of trials running at once counted neither, and a benchmark study that times
 one trial at a time was given half its ETA).
-`study status` prints the same line for a study read from its execution record (`tune.local_status`).
+
+A comparison runs one Tune experiment per phase; its driver keeps one `StudyTally` for the whole
+study, so each phase's line also says, after a dash, the trials ended in every phase against all
+the study plans and the ETA of the rest, on the driver's clock since its first trial started.
+Every line printed is also written to the execution folder (`tune.progress_line`): `study status`
+shows that line.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ray.tune import Callback
 
-from vitscale.tracking.seed_mean import ConfigMean, Replicate, best_configs, config_label, seed_means
+from vitscale.tracking.seed_mean import Replicate, best_configs, config_label, seed_means
 from vitscale.tracking.tune_callback import RESULT_FAILURE_REASON, RESULT_PLANNED_EPOCHS
+from vitscale.tune import progress_line
+from vitscale.tune.progress_line import Snapshot, StudyCount, duration, eta_s  # noqa: F401 - the line's names
 
 HEARTBEAT_S = 60.0
 
 
 @dataclass
-class Snapshot:
-    """Where a study (or one phase of it) stands: what the progress line says."""
+class StudyTally:
+    """A comparison's whole study across its phases, kept by its driver: trials ended in the phases
+    other than the one running (`ended_elsewhere`, set as each phase starts), and its own clock."""
 
-    study: str
-    phase: str = ""
-    done: int = 0
-    running: int = 0
-    failed: int = 0
-    planned: int | None = None
-    objective: str = ""
-    best: ConfigMean | None = None
-    elapsed_s: float | None = None
-    updated_s: float | None = None  # `study status`: seconds since the study last changed
-    eta_s: float | None = None
-    show_eta: bool = True  # a study that is not running has no ETA
+    planned: int
+    done_elsewhere: int = 0
+    failed_elsewhere: int = 0
+    first_start: float | None = None  # on the callbacks' clock: this driver's first trial start
+    ended_at_first_start: int = 0
 
-    def line(self) -> str:
-        head = f"[{self.study}] " + (f"{self.phase}  " if self.phase else "")
-        planned = "?" if self.planned is None else str(self.planned)
-        parts = [f"{self.done}/{planned} done", f"{self.running} running", f"{self.failed} failed"]
-        if self.objective:
-            best = self.best
-            if best is None or self.objective not in best.means:
-                parts.append(f"best {self.objective} –")
-            else:
-                parts.append(
-                    f"best {self.objective} {_value(best.means[self.objective])} (n={best.n}) {best.label}"
-                )
-        if self.elapsed_s is not None:
-            parts.append(f"elapsed {duration(self.elapsed_s)}")
-        if self.updated_s is not None:
-            parts.append(f"updated {duration(self.updated_s)} ago")
-        if self.show_eta:
-            parts.append(f"ETA {'–' if self.eta_s is None else duration(self.eta_s)}")
-        return head + " · ".join(parts)
+    def ended_elsewhere(self, done: int, failed: int) -> None:
+        self.done_elsewhere, self.failed_elsewhere = done, failed
+
+    def started(self, phase_ended: int, now: float) -> None:
+        if self.first_start is None:
+            self.first_start = now
+            self.ended_at_first_start = self.done_elsewhere + self.failed_elsewhere + phase_ended
+
+    def count(self, phase: Snapshot, now: float) -> StudyCount:
+        done, failed = self.done_elsewhere + phase.done, self.failed_elsewhere + phase.failed
+        count = StudyCount(done, failed, self.planned)
+        if self.first_start is not None:
+            ended = done + failed
+            count.eta_s = eta_s(
+                ended - self.ended_at_first_start, self.planned - ended, now - self.first_start
+            )
+        return count
 
 
-def duration(seconds: float) -> str:
-    """'45s', '12m04s', '2h05m': what a person reads at a glance."""
-    seconds = max(0, int(round(seconds)))
-    minutes, secs = divmod(seconds, 60)
-    hours, minutes = divmod(minutes, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+# Execution folder -> its comparison driver's tally. A registry, not an attribute: a phase restored
+# from Tune's saved state brings back its callback unpickled, which finds the tally here.
+_TALLIES: dict[str, StudyTally] = {}
 
 
-def eta_s(ended: int, remaining: int, span_s: float) -> float | None:
-    """Wall seconds per trial ended within `span_s` x trials left; None until something ended."""
-    if ended <= 0 or remaining < 0 or not math.isfinite(span_s) or span_s < 0:
-        return None
-    return span_s / ended * remaining
+def track_study(directory: Path, tally: StudyTally) -> None:
+    """The phases' lines of the execution in `directory` count the whole study with `tally`."""
+    _TALLIES[str(Path(directory).resolve())] = tally
 
 
-def _value(value: float) -> str:
-    return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
+def tally_of(directory: Path) -> StudyTally | None:
+    """The tally `track_study` registered for the execution in `directory`, if any."""
+    return _TALLIES.get(str(Path(directory).resolve()))
 
 
 def trial_outcome(status: str, result: dict) -> str:
@@ -139,7 +132,9 @@ class ProgressCallback(Callback):
 
     `label_keys`: the point's keys that name a configuration (a comparison's final phase: the arm
     fields); default the whole point. `since`: when the study started (time.time()), so a
-    comparison's phases share one elapsed clock; default: when this experiment starts."""
+    comparison's phases share one elapsed clock; default: when this experiment starts.
+    `record`: the execution folder, where each line is also written (`progress_line.write`);
+    `whole`: a comparison's phase, whose line adds the whole study (`track_study`)."""
 
     def __init__(
         self,
@@ -151,6 +146,8 @@ class ProgressCallback(Callback):
         heartbeat_s: float = HEARTBEAT_S,
         since: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        record: Path | None = None,
+        whole: bool = False,
     ) -> None:
         self.study = study
         self.planned = planned
@@ -159,6 +156,8 @@ class ProgressCallback(Callback):
         self.label_keys = list(label_keys) if label_keys else None
         self.heartbeat_s = heartbeat_s
         self.since = since
+        self.record = record
+        self.whole = whole
         self._started: float | None = None
         self._printed_at = 0.0
         self._changed = True  # the first step prints where the experiment starts from
@@ -191,7 +190,13 @@ class ProgressCallback(Callback):
             snapshot.eta_s = eta_s(
                 ended - self._ended_before, self.planned - ended, self.clock() - self._first_start
             )
+        tally = self._tally()
+        if tally is not None:
+            snapshot.whole = tally.count(snapshot, self.clock())
         return snapshot
+
+    def _tally(self) -> StudyTally | None:
+        return tally_of(self.record) if self.whole and self.record is not None else None
 
     def on_trial_start(self, iteration: int, trials, trial, **info) -> None:
         self._changed = True
@@ -199,6 +204,9 @@ class ProgressCallback(Callback):
             self._first_start = self.clock()
             ended = snapshot_of_trials(trials, self.study, self.phase, self.planned, None)
             self._ended_before = ended.done + ended.failed
+        tally = self._tally()
+        if tally is not None:
+            tally.started(self._ended_before, self._first_start)
 
     def on_trial_complete(self, iteration: int, trials, trial, **info) -> None:
         self._changed = True
@@ -217,4 +225,10 @@ class ProgressCallback(Callback):
 
     def _print(self, trials, now: float) -> None:
         self._changed, self._printed_at = False, now
-        print(self.snapshot(trials).line(), flush=True)
+        snapshot = self.snapshot(trials)
+        print(snapshot.line(), flush=True)
+        if self.record is not None:
+            try:
+                progress_line.write(self.record, snapshot)
+            except OSError:
+                pass  # a full or read-only disk stops the study through its own checks; the line is printed

@@ -30,6 +30,7 @@ from vitscale.tune import (
     interrupt,
     jobs,
     optuna_study,
+    progress_line,
     signed_storage,
     snapshot_period,
     state_digest,
@@ -261,4 +262,5 @@ def _fit_and_summarise(tuner, execution: StudyExecution):
     summary = summarise(client, execution)
     summary.tracking = tracking.line()
     parent_summary.log_summary(client, execution.experiment_id, execution.parent_run_id, execution.spec)
+    progress_line.mark(execution.directory, "finished")
     return summary

@@ -158,7 +158,9 @@ def build_tuner(
         source=getattr(execution, "source", ""),
     )
     kind = TUNE_KINDS[spec.kind]
-    progress = progress or ProgressCallback(spec.name, count_trials(spec), kind.best_of(spec))
+    progress = progress or ProgressCallback(
+        spec.name, count_trials(spec), kind.best_of(spec), record=execution.directory
+    )
     snapshot_period.apply(count_trials(spec))  # Tune's experiment snapshot: rarer for larger studies
 
     return tune.Tuner(

@@ -8,7 +8,7 @@ import numpy as np
 from vitscale.analysis.load.fields import as_float
 from vitscale.analysis.report.markdown import num, table
 from vitscale.analysis.result import AnalysisResult, series_order
-from vitscale.bench.contention import CONTENDED_ABOVE, CONTENDED_BELOW, is_contended
+from vitscale.bench.contention import contention_caveat, is_contended
 from vitscale.bench.margin import MIN_MARGIN
 from vitscale.errors import is_out_of_memory
 from vitscale.models.registry import BASELINE, regime_order
@@ -252,24 +252,9 @@ def contention_section(res: AnalysisResult) -> list[str]:
         for i in range(t.num_rows)
     ]
     flagged = [i for i in measured if is_contended(float(ratio[i]))]
-    span = f"{min(ratio[measured]):.2f}–{max(ratio[measured]):.2f}"
-    rule = (
-        "CPU time over the timed iterations ÷ (wall time × threads), 1 when every thread ran "
-        f"throughout; outside {CONTENDED_BELOW:g}–{CONTENDED_ABOVE:g} a timing shared its cores"
-    )
-    out = ["## Contended timings", ""]
-    if not flagged:
-        return out + [
-            f"None: all {len(measured)} CPU timings kept their threads busy ({rule}; here {span}).",
-            "",
-        ]
+    caveat = contention_caveat(ratio[measured].tolist())
     listed = ", ".join(f"{names[i]} ({ratio[i]:.2f})" for i in flagged)
-    return out + [
-        f"{len(flagged)} of {len(measured)} CPU timings were contended ({rule}; here {span}): their "
-        "wall-clock images/s include time spent waiting for a core, so ratios that involve them are "
-        f"not the mixers' own. {listed}.",
-        "",
-    ]
+    return ["## Contended timings", "", f"{caveat} {listed}." if flagged else caveat, ""]
 
 
 def bench_sections(res: AnalysisResult) -> list[str]:

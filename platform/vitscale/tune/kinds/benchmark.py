@@ -6,9 +6,9 @@ from __future__ import annotations
 from vitscale.bench.trial import bench_trial, describe_bench_trial
 from vitscale.tune.cpu_share import benchmark_threads
 from vitscale.tune.kinds import TUNE_KINDS, TuneKind
-from vitscale.tune.local_status import no_phase
 from vitscale.tune.optuna_study import no_optuna_study
 from vitscale.tune.run import resume_experiment, run_experiment
+from vitscale.tune.status_from_mlflow import no_phase
 from vitscale.tune.summary import configuration_best, no_best
 from vitscale.tune.tuner import benchmark_keys, every_point_search
 

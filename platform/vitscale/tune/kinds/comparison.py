@@ -9,8 +9,8 @@ from dataclasses import replace
 from vitscale.tune.comparison import run_comparison
 from vitscale.tune.kinds import TUNE_KINDS
 from vitscale.tune.kinds.train import TRAIN_TUNE
-from vitscale.tune.local_status import arm_phase
 from vitscale.tune.optuna_study import no_optuna_study
+from vitscale.tune.status_from_mlflow import arm_phase
 from vitscale.tune.summary import final_arm_best
 
 COMPARISON_TUNE = TUNE_KINDS.register(

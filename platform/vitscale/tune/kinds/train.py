@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from vitscale.tune.cpu_share import trial_threads
 from vitscale.tune.kinds import TUNE_KINDS, TuneKind
-from vitscale.tune.local_status import no_phase
 from vitscale.tune.optuna_study import samples_space
 from vitscale.tune.run import resume_experiment, run_experiment
+from vitscale.tune.status_from_mlflow import no_phase
 from vitscale.tune.summary import first_objective, searched_best
 from vitscale.tune.trainable import train_trial
 from vitscale.tune.tuner import describe_train_trial, space_keys, space_search
