@@ -2,7 +2,7 @@
 
 Phases of one execution (`storage/<name>/<timestamp>/`):
 - `tune-<i>`: arm i's own Tune experiment: the study's search (sampler or grid, `search.seeds`
-  replicates, its own Optuna DB and sampler seed) over `space` with the arm's values (and
+  replicates, its own Optuna study in the execution's one storage and its own sampler seed) over `space` with the arm's values (and
   `search.fidelity`) fixed in the trial. Every arm gets the same budget. ASHA, if any, sees this
   arm's trials only.
 - `confirm-<i>` (tuned at a fidelity, `search.confirm.top_k` > 0): arm i's top_k qualified tuning
