@@ -2,9 +2,9 @@
 
 Phases of one execution (`storage/<name>/<timestamp>/`):
 - `tune-<i>`: arm i's own Tune experiment: the study's search (sampler or grid, `search.seeds`
-  replicates, its own Optuna DB and sampler seed) over `space` with the arm's values (and
-  `search.fidelity`) fixed in the trial. Every arm gets the same budget. ASHA, if any, sees this
-  arm's trials only.
+  replicates, its own sampler seed and Optuna study, in the execution's one storage) over `space`
+  with the arm's values (and `search.fidelity`) fixed in the trial. Every arm gets the same
+  budget. ASHA, if any, sees this arm's trials only.
 - `confirm-<i>` (tuned at a fidelity, `search.confirm.top_k` > 0): arm i's top_k qualified tuning
   points re-run at full fidelity on the first of `search.seeds`, FIFO; the arm's configuration is
   chosen among them (`tune.confirmation`), with Spearman's ρ between the two rankings.

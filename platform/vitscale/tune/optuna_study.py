@@ -1,10 +1,12 @@
 """The Optuna study behind a sampler study: its name, its RDB, continuing it, start points.
 
-- Name: the vitscale study name; a comparison's arm, tuned in its own phase folder `tune-<i>`
-  (its own `optuna.db` there), `<study>/<arm>` with the arm's display name
-  (`tuned-quickstart/ssog · ode`), so the arms' studies tell apart in optuna-dashboard and can
-  share one `search.optuna_storage`. Storage: `search.optuna_storage`, else `optuna.db` (SQLite)
-  in the execution's (or phase's) folder, beside Tune's state; `vitscale-study.json` records it.
+- Name: the vitscale study name; a comparison's arm (tuned in its phase folder `tune-<i>`),
+  `<study>/<arm>` with the arm's display name (`tuned-quickstart/ssog · ode`), so the arms'
+  studies tell apart in optuna-dashboard, which lists them side by side: every arm's study is in
+  the execution's one storage. Storage: `search.optuna_storage`, else `optuna.db` (SQLite) in the
+  execution's folder, beside Tune's state; `vitscale-study.json` records it. A comparison begun
+  before its arms shared one storage recorded none and keeps each arm in `tune-<i>/optuna.db`: it
+  resumes so, and `vitscale dashboard` opens one arm at a time.
 - Metric names: the objectives' metrics (`set_metric_names`), so the dashboard plots `val_top1`
   rather than "Objective 0".
 - `dashboard_studies`: the Optuna studies of an execution folder, for `vitscale dashboard`.
