@@ -23,7 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from slow_schedule import DurationRecorder, deal, read_durations
+from slow_schedule import DurationRecorder, deal, read_durations, split_group
+
+try:  # pytest >= 9: a node's id (see scheduled_in_group)
+    from _pytest.nodeid import coerce_node_id
+except ImportError:  # pytest 8: xdist's own suffix is read
+    coerce_node_id = None
 
 pytest_plugins = ["fixtures_cluster", "pytester"]  # pytester: tests/test_slow_marks.py
 
@@ -33,8 +38,28 @@ DEFAULT_DURATION = 60.0  # seconds for a slow test when nothing is measured at a
 REAL_SERVICE_FIXTURES = ("ray_cluster", "mlflow_server")  # fixtures_cluster: real processes
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects by the mark
+@pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config, items):
+    """Around every plugin's: marks and groups before `-m "not slow"` deselects by the mark; then,
+    on an xdist worker, each grouped test's nodeid carries its group (see `scheduled_in_group`)."""
+    mark_and_deal(items)
+    result = yield
+    if config.getoption("loadgroup", default=False):  # set on xdist workers of --dist loadgroup
+        for item in items:
+            scheduled_in_group(item)
+    return result
+
+
+def scheduled_in_group(item) -> None:
+    """xdist's loadgroup schedules by an `@group` suffix on a worker's nodeids, which xdist 3.8
+    writes to `item._nodeid`; pytest 9 reads nodeids from `item._id`, so the suffix was dropped and
+    every `xdist_group` ignored (each slow test scheduled on its own). Set it where pytest reads it."""
+    groups = sorted({str(m.args[0]) for m in item.iter_markers("xdist_group") if m.args})
+    if groups and split_group(item.nodeid)[1] == "" and coerce_node_id is not None:
+        item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(groups)}")
+
+
+def mark_and_deal(items) -> None:
     for item in items:
         if item.get_closest_marker("slow") is None and set(REAL_SERVICE_FIXTURES) & set(item.fixturenames):
             item.add_marker(pytest.mark.slow)
