@@ -28,7 +28,7 @@ from vitscale.study.kinds import STUDY_RULES, StudyRules, no_problems
 from vitscale.study.kinds.train import BENCHMARK_READS, COMPARISON_READS
 from vitscale.study.plan import points_line, points_times_seeds
 from vitscale.study.resolve import space_points
-from vitscale.tracking.layout import RESULT_FAILURE_REASON, RESULT_PLANNED_EPOCHS
+from vitscale.tracking.layout import RESULT_FAILURE_REASON, RESULT_PLANNED_EPOCHS, run_values
 from vitscale.tracking.parent_summary import PARENT_RUNS, ParentRun, best_metrics, nothing
 from vitscale.tune.cpu_share import trial_threads
 from vitscale.tune.kinds import TUNE_KINDS, TuneKind
@@ -247,7 +247,9 @@ def test_a_probe_study_runs_on_in_process_ray(probe, tmp_path):
     [parent] = client.search_runs([exp.experiment_id], "tags.`vitscale.role` = 'study'")
     assert parent.data.tags["vitscale.kind"] == "probe" and parent.data.params["study.kind"] == "probe"
     children = client.search_runs([exp.experiment_id], "tags.`vitscale.role` = 'trial'")
-    sizes = sorted(c.data.metrics["params"] for c in children)
+    sizes = sorted(
+        run_values(c.data.metrics, c.data.params)["params"] for c in children
+    )  # a constant: a param
     assert len(sizes) == 4 and sizes[0] < sizes[-1]
     assert (
         best.means["params"] == parent.data.metrics["best_params"] == sizes[0]
