@@ -108,12 +108,13 @@ def _spawn_fit(tmp_path: Path, world: int, trial) -> list[dict]:
             subprocess.Popen([sys.executable, "-c", WORKER, *args], stderr=subprocess.PIPE, text=True)
         )
     for process in processes:
-        _, err = process.communicate(timeout=600)
+        _, err = process.communicate(timeout=1500)
         assert process.returncode == 0, err[-3000:]
     return [json.loads(out.read_text()) for out in outs]
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # three trainings; 8 min on 2 cores at load 140
 def test_two_gloo_workers_train_as_one_process(tmp_path, tiny_trial):
     """Two processes sharing the global batch of one: the same final accuracy (within 2 points;
     the batches being identical, in practice equal up to float rounding), world_size 2, every
