@@ -155,7 +155,7 @@ def test_status_shows_the_line_the_run_printed_last_without_importing_mlflow_or_
     assert imported == "[]", imported
     assert re.match(
         r"\[cmp-record\] tune arm 2/2 ssog  1/2 done · 1 running · 0 failed · best val_top1 0\.888 \(n=1\) "
-        r"lr=0\.0031 · updated \d+s ago · ETA (1m\d\d|\d\d)s — study 3/8 done · 0 failed · ETA 9m\d\ds · running "
+        r"lr=0\.0031 · updated \d+s ago · ETA (1m\d\d|\d\d)s — study 3/8 done · 0 failed · ETA (10m00|9m\d\d)s · running "
         r"\(execution 20260101-120000\)$",
         line,
     ), line
