@@ -140,11 +140,12 @@ def _register(client, study: str, arm: str, entry: dict, metric: str) -> Registr
         current = client.get_model_version_by_alias(name, layout.REGISTERED_ALIAS)
     except MlflowException:
         current = None
-    if current is not None and current.model_id == model_id:
+    source = f"models:/{model_id}"
+    if current is not None and current.source == source:  # (MLflow's SQL registry keeps no model_id)
         return Registration(name, current.version, arm, run_id, model_id, metric, value, new=False)
     version = client.create_model_version(
         name,
-        source=f"models:/{model_id}",
+        source=source,
         run_id=run_id,
         model_id=model_id,
         tags={layout.STUDY: study, layout.ARM: arm, metric: f"{value:.6g}"},
