@@ -32,9 +32,10 @@ from vitscale.train.served_model import save_served_model  # noqa: E402
 EPOCHS = 4
 
 
-def _top1(model, bundle, batch_size: int) -> float:
-    """Test top-1 as `train.evaluate` counts it: batches of the trial's eval batch size, the first
-    of the top-k (argmax breaks the ties of a near-chance model's bfloat16 logits differently)."""
+def _test_hits(model, bundle, batch_size: int) -> int:
+    """Correct test images as `train.evaluate` counts them: batches of the trial's eval batch size,
+    the first of the top-k (argmax breaks the ties of a near-chance model's bfloat16 logits
+    differently)."""
     k = min(5, bundle.num_classes)
     hits = 0
     with torch.inference_mode():
@@ -42,7 +43,12 @@ def _top1(model, bundle, batch_size: int) -> float:
             logits = model(bundle.test_images[start : start + batch_size])
             predicted = logits.topk(k, dim=1).indices[:, 0]
             hits += int((predicted == bundle.test_labels[start : start + batch_size]).sum())
-    return hits / len(bundle.test_labels)
+    return hits
+
+
+def _logged_hits(run, bundle) -> int:
+    """The run's test_top1 as a count of images (MLflow holds the float32 fraction)."""
+    return round(run.data.metrics["test_top1"] * len(bundle.test_labels))
 
 
 @pytest.mark.slow
@@ -83,12 +89,12 @@ def test_each_finished_trial_logs_a_model_that_evaluates_to_its_test_top1_and_th
         params = trial_from_run(trial.info.run_id, uri)
         bundle = vdata.load(DataConfig.model_validate(params["data"]), torch.device("cpu"))
         eval_batch = params["train"].get("eval_batch_size") or 2 * params["train"]["batch_size"]
-        assert _top1(loaded, bundle, eval_batch) == trial.data.metrics["test_top1"], trial.info.run_name
+        assert _test_hits(loaded, bundle, eval_batch) == _logged_hits(trial, bundle), trial.info.run_name
         signature = mlflow.models.get_model_info(f"models:/{output.model_id}").signature
         [spec] = signature.inputs.inputs
         assert (str(spec.type), spec.shape) == ("uint8", (-1, 1, 8, 8))  # digits as stored: 8x8, one channel
         same = mlflow.pytorch.load_model(f"runs:/{trial.info.run_id}/model")
-        assert _top1(same, bundle, eval_batch) == trial.data.metrics["test_top1"]
+        assert _test_hits(same, bundle, eval_batch) == _logged_hits(trial, bundle)
 
     # --register: one registered model per arm (mixer x regime), alias `best` on its best run by val.
     lines = [line for line in proc.stdout.splitlines() if line.startswith("registered: ")]
@@ -97,12 +103,13 @@ def test_each_finished_trial_logs_a_model_that_evaluates_to_its_test_top1_and_th
         arm = layout.train_arm(trial.data.params)
         name = layout.registered_model_name("models-tiny", arm)
         version = client.get_model_version_by_alias(name, "best")
-        assert (version.run_id, version.model_id) == (
+        assert (version.run_id, version.source) == (
             trial.info.run_id,
-            trial.outputs.model_outputs[0].model_id,
+            f"models:/{trial.outputs.model_outputs[0].model_id}",
         )
         assert version.tags[layout.ARM] == arm
-    assert client.get_model_version_by_alias("models-tiny-ssog-looped", "best")  # the name people type
+    registered = mlflow.pytorch.load_model("models:/models-tiny-ssog-looped@best")  # the name people type
+    assert registered(torch.zeros(2, 1, 8, 8, dtype=torch.uint8)).shape == (2, 10)
     again = vitscale("analyze", str(study), "--tracking-uri", uri, "--register", cwd=tmp_path)
     assert sum(line.startswith("already registered: ") for line in again.stdout.splitlines()) == 4
     assert len(client.search_model_versions("name = 'models-tiny-ssog-looped'")) == 1

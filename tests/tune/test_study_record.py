@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
-from study_helpers import arm_optuna_studies, child_runs, parent_runs, vitscale, write_study
+from study_helpers import TINY_TRIAL, arm_optuna_studies, child_runs, parent_runs, vitscale, write_study
 
 from vitscale.cli.dashboard_cmd import choose_study
 
@@ -29,7 +29,9 @@ COMPARISON = {
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_a_comparison_reads_as_the_study_in_mlflow_optuna_and_its_trial_logs(tmp_path):
-    study = write_study(tmp_path, "cmp-record", **COMPARISON)
+    # Trials that learn (a run that did not train is not registered): more images than TINY_TRIAL.
+    trial = {**TINY_TRIAL, "data": {**TINY_TRIAL["data"], "num_train": 600}}
+    study = write_study(tmp_path, "cmp-record", trial=trial, **COMPARISON)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     results = tmp_path / "results"
     common = ["--storage", str(results), "--num-cpus", "2", "--quiet"]
@@ -72,7 +74,9 @@ def test_a_comparison_reads_as_the_study_in_mlflow_optuna_and_its_trial_logs(tmp
 
     # --register: each arm's final run with the best validation, as models:/cmp-record-<arm>@best.
     finals = {r.data.tags["vitscale.arm"]: r for r in runs if r.data.tags["vitscale.phase"] == "final"}
+    assert len(finals) == 2
     for arm, final in finals.items():
+        assert final.data.tags["vitscale.did_not_train"] == "false", final.info.run_name
         version = client.get_model_version_by_alias(f"cmp-record-{arm.split('=')[1]}", "best")
         assert version.run_id == final.info.run_id, proc.stdout
 

@@ -9,7 +9,7 @@ from vitscale.tracking.model_registry import register_best
 def print_registrations(tracking_uri: str, study: str, experiment: str | None = None) -> None:
     """`--register`: each arm's best model in the Model Registry, one line each."""
     registrations = register_best(store.client_for(tracking_uri), study, experiment)
-    for registration in registrations:
-        print(registration.line())
-    if not registrations:
-        print(f"--register: no finished trial of {study} logged a model; nothing registered")
+    for line in registrations.lines():
+        print(line)
+    if not registrations.done and not registrations.without_model:
+        print(f"--register: {study} has no finished trial; nothing registered")

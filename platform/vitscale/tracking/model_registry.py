@@ -10,7 +10,8 @@ chooses, test never does. Every execution of the study counts (a resumed trial's
 Where: the registered model `layout.registered_model_name(study, arm)` (`quickstart-ssog-ode`);
 a new version when the chosen model changed (its source `models:/<model id>`, tags STUDY, ARM and
 the objective's value), and the alias `best` moved to it, so `models:/quickstart-ssog-ode@best`
-is always the arm's current best. Registering again without a change adds nothing.
+is always the arm's current best. Registering again without a change adds nothing; an arm whose
+finished runs all stayed at chance (or logged no model) is named, not registered.
 """
 
 from __future__ import annotations
@@ -61,25 +62,27 @@ def _model_id(run) -> str | None:
     return models[-1].model_id if models else None
 
 
-def _entries(runs, phased: bool, metric: str) -> list[dict]:
-    """`choose_best`'s entries: complete runs with a model and a finite objective, by arm."""
+def _entries(runs, phased: bool, metric: str) -> tuple[list[dict], set[str]]:
+    """`choose_best`'s entries: complete runs with a model and a finite objective, by arm; and
+    every arm that has a complete run (registered or not)."""
     newest: dict[str, object] = {}
     for run in sorted(runs, key=lambda r: r.info.start_time or 0):
         newest[run.data.tags.get(layout.TRIAL_ID) or run.info.run_id] = run  # a resumed trial: newest
-    entries = []
+    entries, arms = [], set()
     for run in newest.values():
         tags, params = run.data.tags, run.data.params
-        value = layout.run_values(run.data.metrics, params).get(metric)
         if tags.get(layout.STATUS) != "FINISHED" or tags.get(layout.STOPPED_EARLY) == "true":
             continue
-        if tags.get(layout.DID_NOT_TRAIN) == "true" or value is None or not math.isfinite(value):
-            continue
         if phased and tags.get(layout.PHASE) != "final":
+            continue
+        arm = tags.get(layout.ARM, "") if phased else layout.train_arm(params)
+        arms.add(arm)
+        value = layout.run_values(run.data.metrics, params).get(metric)
+        if tags.get(layout.DID_NOT_TRAIN) == "true" or value is None or not math.isfinite(value):
             continue
         model_id = _model_id(run)
         if model_id is None:
             continue
-        arm = tags.get(layout.ARM, "") if phased else layout.train_arm(params)
         entries.append(
             {
                 "run": run,
@@ -89,11 +92,27 @@ def _entries(runs, phased: bool, metric: str) -> list[dict]:
                 "metrics": {metric: value},
             }
         )
-    return entries
+    return entries, arms
 
 
-def register_best(client, study: str, experiment: str | None = None) -> list[Registration]:
-    """Register each arm's best model of `study` (see the module docstring); one per arm."""
+@dataclass(frozen=True)
+class Registrations:
+    """What `--register` did: one registration per arm that has a model, and the arms that have
+    finished runs but none that trained and logged a model (nothing registered for them)."""
+
+    done: list[Registration]
+    without_model: list[str]
+
+    def lines(self) -> list[str]:
+        skipped = [
+            f"not registered: {layout.arm_display(arm)} (no finished run that trained and logged a model)"
+            for arm in self.without_model
+        ]
+        return [r.line() for r in self.done] + skipped
+
+
+def register_best(client, study: str, experiment: str | None = None) -> Registrations:
+    """Register each arm's best model of `study` (see the module docstring)."""
     exp = client.get_experiment_by_name(experiment or study)
     parents = (
         store.search_all(
@@ -117,7 +136,8 @@ def register_best(client, study: str, experiment: str | None = None) -> list[Reg
     runs = store.search_all(
         client, [exp.experiment_id], f"tags.`{layout.ROLE}` = 'trial' and tags.`{layout.STUDY}` = '{study}'"
     )
-    chosen = choose_best(_entries(runs, kind.arm_phases, metric), [(metric, mode)])
+    entries, arms = _entries(runs, kind.arm_phases, metric)
+    chosen = choose_best(entries, [(metric, mode)])
     sign = 1.0 if mode == "max" else -1.0
     best: dict[str, dict] = {}
     for entry in chosen:  # the best configuration's best replicate, per arm
@@ -125,7 +145,8 @@ def register_best(client, study: str, experiment: str | None = None) -> list[Reg
         score = (sign * entry["metrics"][metric], entry["run"].info.run_id)
         if held is None or score > (sign * held["metrics"][metric], held["run"].info.run_id):
             best[entry["arm"]] = entry
-    return [_register(client, study, arm, best[arm], metric) for arm in sorted(best)]
+    done = [_register(client, study, arm, best[arm], metric) for arm in sorted(best)]
+    return Registrations(done, sorted(arms - set(best)))
 
 
 def _register(client, study: str, arm: str, entry: dict, metric: str) -> Registration:
@@ -141,11 +162,12 @@ def _register(client, study: str, arm: str, entry: dict, metric: str) -> Registr
         current = client.get_model_version_by_alias(name, layout.REGISTERED_ALIAS)
     except MlflowException:
         current = None
-    if current is not None and current.model_id == model_id:
+    source = f"models:/{model_id}"
+    if current is not None and current.source == source:  # (MLflow's SQL registry keeps no model_id)
         return Registration(name, current.version, arm, run_id, model_id, metric, value, new=False)
     version = client.create_model_version(
         name,
-        source=f"models:/{model_id}",
+        source=source,
         run_id=run_id,
         model_id=model_id,
         tags={layout.STUDY: study, layout.ARM: arm, metric: f"{value:.6g}"},

@@ -53,7 +53,7 @@ class StudyExecution:
     tracking_uri: str
     experiment_id: str
     parent_run_id: str
-    optuna_storage: str = ""  # the RDB of the study's Optuna study (sampler studies; see tune.optuna_study)
+    optuna_storage: str = ""  # the RDB of its Optuna studies (sampler study or comparison arms)
     source: str = ""  # the study file as the user named it: MLflow's Source column of every run
 
     def save(self) -> None:
