@@ -91,12 +91,16 @@ def fit(
     checkpoint_dir: str | Path | None = None,
     resume_from: str | Path | None = None,
     show_progress: bool = False,
+    on_start: Callable[[], None] | None = None,
 ) -> FitResult:
     """Train one trial. Raises TrialDiverged / SolverError / TrialOutOfMemory (all TrialFailure).
 
     `checkpoint_dir`: where each epoch's checkpoint is written (and, if it already holds one and
     `resume_from` is not given, where training resumes from). `report(metrics, checkpoint_dir)`
-    is called after every epoch, once the checkpoint is safely on disk.
+    is called after every epoch, once the checkpoint is safely on disk. `on_start()` is called
+    once the data is loaded and the model, optimiser and checkpoint are ready, before anything is
+    reported: a caller that records the trial (`vitscale train`'s MLflow run) starts it there, so
+    a trial its data or teacher refuses leaves no record behind.
     """
     device = resolve_device(config.train.device, "train.device")
     config = config.resolved().with_precision(device.type)  # as the checkpoint records it
@@ -140,6 +144,8 @@ def fit(
         history = list(state.history)
         cost.resume(history)
 
+    if on_start is not None:
+        on_start()
     # train.precision (auto resolved for this device): the forward of training and every evaluation
     autocast = precision_autocast(train_cfg.precision, device)
     progress = EpochProgress(
