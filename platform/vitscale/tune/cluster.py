@@ -159,12 +159,13 @@ def ready_lines(context, address: str | None, seconds: float) -> list[str]:
     """What the driver says once Ray is up: how long that took, the dashboard's URL where Ray serves
     one (`context.dashboard_url`, without a scheme), and, for in-process Ray, where its own logs are
     (workers' output included: it no longer reaches the terminal)."""
-    where = f"Ray cluster at {address}" if address else "in-process Ray"
+    info = getattr(context, "address_info", None) or {}
+    where = f"Ray cluster at {info.get('gcs_address') or address}" if address else "in-process Ray"
     lines = [f"{where} ready in {seconds:.0f} s"]
     url = getattr(context, "dashboard_url", None)
     if url:
         lines.append(f"Ray dashboard: {url if '://' in url else 'http://' + url}")
-    session = (getattr(context, "address_info", None) or {}).get("session_dir")
+    session = info.get("session_dir")
     if not address and session:
         lines[0] += f"; its logs: {Path(session) / 'logs'}"
     return lines
