@@ -62,16 +62,16 @@ def train_trial(
     if checkpoint_dir is not None:
         check_same_config(config, checkpoint_dir, resume, device_type)
 
-    tracked = track and tracking_uri is not None
-    if tracked:
-        store.check_tracking_uri(tracking_uri)
     client = run_id = None
     logged = -1
-
-    def start_run() -> None:
-        nonlocal client, run_id, logged
+    if track and tracking_uri is not None:
+        store.check_tracking_uri(tracking_uri)
+        store.refuse_file_store(tracking_uri)  # the run starts later, in `fit`: say it before training
         # Writes go through a durable queue (kept next to the checkpoint): an outage only delays them.
         client = queued.queued_client(tracking_uri, checkpoint_dir and checkpoint_dir / queued.QUEUE_DIR)
+
+    def start_run() -> None:
+        nonlocal run_id, logged
         if resume:
             run_id = mlflow_run(client, experiment, checkpoint_dir, resume)
             logged = _log_missed_epochs(client, run_id, checkpoint_dir)
@@ -93,14 +93,14 @@ def train_trial(
             report=report,
             checkpoint_dir=checkpoint_dir,
             show_progress=show_progress,
-            on_start=start_run if tracked else None,
+            on_start=start_run if client is not None else None,
         )
         status = "FINISHED"
     finally:
-        if client is not None:
+        if run_id is not None:
             client.set_terminated(run_id, status)
-            if status != "FINISHED":
-                queued.close_all()
+        if client is not None and status != "FINISHED":
+            queued.close_all()
     if client is None:
         return dict(result.metrics)
     if result.checkpoint is not None:
