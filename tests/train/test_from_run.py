@@ -1,19 +1,23 @@
-"""`vitscale train --from-run`: a study trial's MLflow record reruns it, to the same val and test top-1."""
+"""`vitscale train --from-run`: a study trial's MLflow record reruns it, to the same val and test
+top-1, and the rerun's record is linked to its source (name, tag, experiment, git provenance)."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from mlflow import MlflowClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tune"))
 
 from study_helpers import child_runs, vitscale  # noqa: E402
 
 from vitscale.cli import main  # noqa: E402
+from vitscale.tracking import layout, provenance  # noqa: E402
 
 # An SSoG ODE trial that learns in about two seconds (val top-1 ~0.6 after 3 epochs, chance 0.1): a
 # rerun that drifts shows, a model stuck at chance would not. At width 32 the validation loss
@@ -63,6 +67,29 @@ def test_a_study_trial_reruns_from_its_mlflow_record_to_the_same_top1(tmp_path):
     assert final["test_top1"] == metrics["test_top1"]
     assert final["val_loss"] == metrics["val_loss"] and final["train_loss"] == metrics["train_loss"]
     assert final["params"] == float(params["params"])
+
+    # The rerun's record: beside its source, named after it, linked to it, with the code it ran.
+    client = MlflowClient(tracking_uri=uri)
+    again = client.get_run(final["mlflow_run_id"])
+    tags = again.data.tags
+    assert again.info.experiment_id == run.info.experiment_id
+    assert again.info.run_name == "ssog · ode · s3 · rerun"
+    assert tags[layout.FROM_RUN] == run.info.run_id and tags[layout.ROLE] == layout.ROLE_TRAIN
+    assert tags[layout.GIT_COMMIT] == tags[layout.SOURCE_COMMIT] == provenance.capture().commit
+    assert tags[layout.GIT_DIRTY] in ("true", "false")
+    assert tags[layout.SOURCE_NAME] == f"vitscale train --from-run {run.info.run_id}"
+    assert "mlflow.parentRunId" not in tags  # not a trial of the study: its summary counts it not
+    assert [r.info.run_id for r in child_runs(uri, "from-run")] == [run.info.run_id]
+
+    # In a terminal: the test top-1 beside the source's, and the new run's id.
+    shown = vitscale("train", "--from-run", run.info.run_id, "--tracking-uri", uri, cwd=tmp_path)
+    last = shown.stdout.strip().splitlines()[-1]
+    [new_id] = re.findall(r"MLflow run ([0-9a-f]{32}) in experiment from-run$", last)
+    test_top1 = client.get_run(new_id).data.metrics["test_top1"]
+    assert last.startswith(
+        f"test top-1 {100 * test_top1:.2f} % (source run {run.info.run_id}: "
+        f"{100 * metrics['test_top1']:.2f} %)"
+    ), last
 
 
 def test_from_run_refuses_trial_flags_and_bad_ids(capsys, tmp_path):

@@ -157,6 +157,21 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, args, expected):
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("dataset", ["fashion_mnist", "cifar10"])
+def test_data_that_does_not_load_leaves_no_mlflow_run(capsys, tmp_path, dataset):
+    """The run starts once the data has loaded: a wrong --root is one line, exit 2, and no FAILED
+    run in the store (nor an experiment made for it)."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    missing = str(tmp_path / "nonexistent")
+    code, _, err = run(capsys, "train", "--dataset", dataset, "--root", missing, "--tracking-uri", uri)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and missing in lines[0], err
+    client = MlflowClient(tracking_uri=uri)
+    experiments = client.search_experiments()
+    assert [e.name for e in experiments] == ["Default"]
+    assert client.search_runs([e.experiment_id for e in experiments]) == []
+
+
 def test_existing_checkpoint_is_not_overwritten_without_resume(capsys, tmp_path):
     ckpt = tmp_path / "ckpt"
     assert (

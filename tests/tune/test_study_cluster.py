@@ -39,6 +39,10 @@ def test_two_node_study_spreads_trials_and_lands_in_the_mlflow_server(ray_cluste
         (r.data.tags["vitscale.status"], r.data.tags.get("vitscale.failure_reason", "")) for r in runs
     )
     assert statuses == [("FINISHED", "")] * 4, f"{statuses}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    # the cluster serves a dashboard: its URL, once, as Ray is up (tune.cluster.ready_lines)
+    assert [line for line in proc.stdout.splitlines() if "dashboard" in line] == [
+        f"Ray dashboard: {ray_cluster.dashboard_url}"
+    ], proc.stdout[:3000]
     for run in runs:  # a cluster worker gets the wait policy with the job's runtime_env (tune.cluster)
         text = trial_stdout(mlflow_server, run, tmp_path / "logs")
         first = next((line for line in text.splitlines() if " trial {" in line), text)
@@ -80,6 +84,9 @@ def test_submit_runs_the_study_as_a_ray_job(ray_cluster, mlflow_server, tmp_path
         cwd=REPO,
     )
     job_id = proc.stdout.strip().splitlines()[-1]
+    # Ray's INFO lines about packing and uploading the working_dir stay out of the terminal
+    for words in ("Creating a file package", "Pushing file package", "Successfully pushed", "Uploading"):
+        assert words not in proc.stdout + proc.stderr, proc.stderr[-3000:]
     deadline, status = time.time() + 600, "PENDING"
     while time.time() < deadline:
         rows = json.loads(

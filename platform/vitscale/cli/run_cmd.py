@@ -97,9 +97,10 @@ def run(
     register: RegisterOption = False,
 ) -> None:
     """Run every trial of a study on Ray Tune; every trial lands in MLflow."""
-    from vitscale.tune.run import run_study  # lazy: Ray, MLflow
-
     spec = load_study(file, set_ or ())
+    print(starting_line(spec.name, address), flush=True)
+    from vitscale.tune.run import run_study  # lazy: Ray, MLflow (seconds: hence the line above first)
+
     summary = run_study(
         spec,
         address=address,
@@ -135,7 +136,8 @@ def resume(
         return
     if include:
         raise UserError("--include: only for a resume that runs as a Ray job (--address http://HEAD:8265)")
-    from vitscale.tune.run import resume_study  # lazy: Ray
+    print(starting_line(target, address), flush=True)
+    from vitscale.tune.run import resume_study  # lazy: Ray (seconds: hence the line above first)
 
     summary = resume_study(
         target,
@@ -225,6 +227,13 @@ def status(
         return
     width = shutil.get_terminal_size((100, 24)).columns
     print("\n".join(jobs.lines(rows, width)))
+
+
+def starting_line(study: str, address: str | None) -> str:
+    """Printed at once: importing Ray, Tune and MLflow and starting Ray take half a minute on a
+    busy laptop, before the first progress line."""
+    where = f"the Ray cluster at {address}" if address else "Ray in this process"
+    return f"{study}: starting {where} ..."
 
 
 def print_summary(summary) -> None:

@@ -11,12 +11,13 @@ from typing import Annotated
 
 import typer
 
-from vitscale import train as vtrain  # vtrain.trial_from_run imports torch and MLflow when first read
+from vitscale import train as vtrain  # vtrain.logged_trial imports torch and MLflow when first read
 from vitscale.cli.app import app
 from vitscale.cli.model_cmd import model_options
 from vitscale.cli.overrides import set_option, validate_with_sets
 from vitscale.data.registry import DATASETS, native_size
 from vitscale.errors import UserError
+from vitscale.tracking import layout
 from vitscale.tracking.layout import DEFAULT_TRACKING_URI
 from vitscale.train import TrialConfig
 
@@ -97,7 +98,10 @@ def train(
     ] = None,
     set_: TrainSetOption = None,
     tracking_uri: Annotated[str, typer.Option(help="MLflow tracking URI")] = DEFAULT_TRACKING_URI,
-    experiment: Annotated[str, typer.Option(help="MLflow experiment")] = "vitscale-train",
+    experiment: Annotated[
+        str | None,
+        typer.Option(help="MLflow experiment [default: vitscale-train; with --from-run, the source run's]"),
+    ] = None,
     track: Annotated[bool, typer.Option("--track/--no-track", help="log the run to MLflow")] = True,
     as_json: Annotated[
         bool, typer.Option("--json", help="print the final metrics as one JSON object")
@@ -112,9 +116,11 @@ def train(
     # Lazy: the trainer's driver imports MLflow, which `vitscale --help` need not pay for.
     from vitscale.train.resume import train_trial
 
+    source = None
     if from_run is not None:
         _refuse_trial_flags(ctx)
-        raw = vtrain.trial_from_run(from_run, tracking_uri)
+        source = vtrain.logged_trial(from_run, tracking_uri)
+        raw = source.trial
         if raw["train"].get("threads") is None and not any(
             s.startswith("train.threads=") for s in set_ or ()
         ):
@@ -158,6 +164,7 @@ def train(
             },
         }
     config = validate_with_sets(TrialConfig, raw, set_ or (), _SET_EXAMPLE).resolved()
+    experiment = experiment or (source.experiment if source else layout.TRAIN_EXPERIMENT)
     final = train_trial(
         config,
         checkpoint_dir=checkpoint_dir,
@@ -166,9 +173,27 @@ def train(
         track=track,
         experiment=experiment,
         show_progress=not as_json,
+        # a rerun: named after its source, tagged with its id, beside it in its experiment
+        run_name=layout.rerun_name(source.run_name) if source else None,
+        tags={layout.FROM_RUN: source.run_id} if source else None,
+        source=f"vitscale train --from-run {from_run}" if source else "vitscale train",
     )
     if as_json:
         print(json.dumps(final))
+    else:
+        print(result_line(final, experiment, source))
+
+
+def result_line(final: dict, experiment: str, source) -> str:
+    """The end of `vitscale train`: the test top-1 (a rerun's beside its source's) and the run."""
+    test = final.get("test_top1")
+    line = "test top-1 " + (f"{100 * test:.2f} %" if test is not None else "not measured")
+    if source is not None:
+        was = f"{100 * source.test_top1:.2f} %" if source.test_top1 is not None else "none logged"
+        line += f" (source run {source.run_id}: {was})"
+    if "mlflow_run_id" in final:
+        line += f"; MLflow run {final['mlflow_run_id']} in experiment {experiment}"
+    return line
 
 
 # Flags that only run, track or print a trial: they go with --from-run; the rest build the trial.

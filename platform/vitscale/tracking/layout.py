@@ -39,6 +39,11 @@ One experiment per study (`tracking.experiment`, default: the study name). In it
   `bench.batch_size` and `bench.compile` are the run's own value where the sweep lists several
   (each a configuration of its own, like a grid point's value; the list is in the parent's
   spec.yaml), and its name then carries them (`ssog · ode · r512 · bfloat16 · b512 · s0`).
+- `vitscale train`: one run (in experiment `vitscale-train` unless `--experiment`), tags
+  ROLE=train, the GIT_*/SOURCE_* tags, DID_NOT_TRAIN; params and metrics as a trial's; artifacts
+  `checkpoint/` (with --checkpoint-dir), predictions, `requirements.txt` and `git.diff` when dirty.
+  A rerun (`--from-run RUN_ID`) lands in its source's experiment, named after it (`rerun_name`:
+  `ssog · ode · s3 · rerun`), tagged FROM_RUN=RUN_ID.
 """
 
 from __future__ import annotations
@@ -64,7 +69,11 @@ DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 TRACKING_URI_ENV = "VITSCALE_TRACKING_URI"
 
 TAG_PREFIX = "vitscale."
-ROLE = "vitscale.role"  # "study" | "trial" | "train" (a `vitscale train` run)
+ROLE = "vitscale.role"  # "study" | "trial" | "train" (ROLE_TRAIN)
+ROLE_TRAIN = "train"  # a run of `vitscale train`: no study, no parent
+# `vitscale train`'s experiment unless --experiment (a --from-run rerun: its source's)
+TRAIN_EXPERIMENT = "vitscale-train"
+FROM_RUN = "vitscale.from_run"  # `vitscale train --from-run`: the id of the run it reran
 STUDY = "vitscale.study"
 KIND = "vitscale.kind"  # the study kind (vitscale.kinds): "train" | "benchmark" | "comparison"
 SPEC_HASH = "vitscale.spec_hash"
@@ -243,6 +252,11 @@ def run_name(
     if seed is not None:
         parts.append(f"s{seed}")
     return NAME_SEP.join(parts) or "base"
+
+
+def rerun_name(source: str) -> str:
+    """A `vitscale train --from-run` run's name: its source's, marked (`ssog · ode · s3 · rerun`)."""
+    return f"{source}{NAME_SEP}rerun" if source else "rerun"
 
 
 BOOLEAN_WORDS = ("True", "False")

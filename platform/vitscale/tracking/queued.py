@@ -129,6 +129,9 @@ class QueuedClient:
     def get_metric_history(self, run_id: str, key: str):
         return self.reader.get_metric_history(self.resolve(run_id), key)
 
+    def get_experiment(self, experiment_id: str):
+        return self.reader.get_experiment(experiment_id)
+
     def get_experiment_by_name(self, name: str):
         return self.reader.get_experiment_by_name(name)
 

@@ -1,7 +1,7 @@
 """One trial's training: `fit(TrialConfig)` -> per-epoch reports, checkpoints, final metrics.
 
-The configs and metric names import without torch; `fit` and `trial_from_run` (a logged run's
-trial, for `vitscale train --from-run`) load on first use, so validating a study never imports
+The configs and metric names import without torch; `fit`, `logged_trial` and `trial_from_run` (a
+logged run's trial, for `vitscale train --from-run`) load on first use, so validating a study never imports
 torch (issue 30).
 """
 
@@ -13,10 +13,19 @@ from vitscale.train.metrics import REPORTED_METRICS
 _TORCH_BACKED = {
     "FitResult": "vitscale.train.loop",
     "fit": "vitscale.train.loop",
+    "logged_trial": "vitscale.train.from_mlflow",
     "trial_from_run": "vitscale.train.from_mlflow",
 }
 
 __getattr__ = lazy_exports(__name__, _TORCH_BACKED)
 
 
-__all__ = ["REPORTED_METRICS", "FitResult", "TrainConfig", "TrialConfig", "fit", "trial_from_run"]
+__all__ = [
+    "REPORTED_METRICS",
+    "FitResult",
+    "TrainConfig",
+    "TrialConfig",
+    "fit",
+    "logged_trial",
+    "trial_from_run",
+]

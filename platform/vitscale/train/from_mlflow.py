@@ -1,6 +1,6 @@
 """What MLflow runs logged, read back: a distillation teacher's source made local, the best run of
 a study (`best_of`), `load_from_mlflow` (the model a run logged, ready to use) and
-`trial_from_run` (the trial a run logged, for `vitscale train --from-run`).
+`logged_trial` (the trial a run logged and the run it came from, for `vitscale train --from-run`).
 
 `train.distill.teacher` names a checkpoint (a `checkpoint.pt` file or the folder holding it), an
 MLflow run (its id or `runs:/ID`: the run's `checkpoint/checkpoint.pt` artifact, as `vitscale
@@ -17,6 +17,7 @@ import json
 import re
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -134,12 +135,23 @@ def section_params(params: dict[str, str], section: str) -> dict[str, Any]:
 AS_BEFORE = {"model.init": "timm"}
 
 
-def trial_from_run(run_id: str, tracking_uri: str) -> dict[str, Any]:
-    """The trial a run logged (`model.*`, `data.*`, `train.*`), as the mapping a TrialConfig
-    validates: `vitscale train --from-run` reruns it. A study trial logs every value it ran with
-    (threads, recipe, resolved defaults), so the rerun reproduces its metrics on the same device;
-    a value left unset where unset is the default (`train.config.logged_params`) is not logged,
-    and left out here it is that default again."""
+@dataclass(frozen=True)
+class LoggedTrial:
+    """A run's trial, as `vitscale train --from-run` reruns it, and what the rerun is named,
+    filed and compared by: the source run's id, name, experiment and test top-1."""
+
+    trial: dict[str, Any]  # `model`, `data`, `train`: the mapping a TrialConfig validates
+    run_id: str
+    run_name: str
+    experiment: str  # the source's experiment's name: the rerun goes beside it
+    test_top1: float | None  # None: the source did not finish (or is older than test_top1)
+
+
+def logged_trial(run_id: str, tracking_uri: str) -> LoggedTrial:
+    """The trial a run logged (`model.*`, `data.*`, `train.*`) and where it came from. A study
+    trial logs every value it ran with (threads, recipe, resolved defaults), so the rerun
+    reproduces its metrics on the same device; a value left unset where unset is the default
+    (`train.config.logged_params`) is not logged, and left out here it is that default again."""
     key = "--from-run"
     if not RUN_ID_PATTERN.match(run_id):
         raise UserError(
@@ -147,12 +159,14 @@ def trial_from_run(run_id: str, tracking_uri: str) -> dict[str, Any]:
         )
     client = _client(tracking_uri)
     try:
-        params = client.get_run(run_id).data.params
+        run = client.get_run(run_id)
+        experiment = client.get_experiment(run.info.experiment_id).name
     except store.mlflow_exception():
         raise UserError(
             f"{key}: no MLflow run {run_id} at {tracking_uri}; check the id or pass the store it was "
             "logged to with --tracking-uri"
         ) from None
+    params = run.data.params
     trial = {section: section_params(params, section) for section in ("model", "data", "train")}
     if not trial["model"] or not trial["train"]:
         raise UserError(
@@ -162,7 +176,18 @@ def trial_from_run(run_id: str, tracking_uri: str) -> dict[str, Any]:
     for path, value in AS_BEFORE.items():  # keys added since the run: the value it ran with
         section, name = path.split(".", 1)
         trial[section].setdefault(name, value)
-    return trial
+    return LoggedTrial(
+        trial=trial,
+        run_id=run_id,
+        run_name=run.info.run_name or "",
+        experiment=experiment,
+        test_top1=run.data.metrics.get("test_top1"),
+    )
+
+
+def trial_from_run(run_id: str, tracking_uri: str) -> dict[str, Any]:
+    """The trial a run logged, as the mapping a TrialConfig validates (`logged_trial`'s trial)."""
+    return logged_trial(run_id, tracking_uri).trial
 
 
 def resolve_best_of(ref: TeacherRef, tracking_uri: str, download_dir: Path) -> TeacherRef:

@@ -94,6 +94,7 @@ def fit(
     resume_from: str | Path | None = None,
     show_progress: bool = False,
     distributed: Distributed = ONE_PROCESS,
+    on_start: Callable[[], None] | None = None,
 ) -> FitResult:
     """Train one trial. Raises TrialDiverged / SolverError / TrialOutOfMemory (all TrialFailure).
 
@@ -103,6 +104,9 @@ def fit(
     process's place in a data-parallel trial (train.distributed): every worker calls `fit` with
     the same config and resumes from the same checkpoint; rank 0 alone writes files, and its
     `report` gets the checkpoint folder (the others get None).
+    `on_start()` is called once the data is loaded and the model, optimiser and checkpoint are
+    ready, before anything is reported: a caller that records the trial (`vitscale train`'s MLflow
+    run) starts it there, so a trial its data or teacher refuses leaves no record behind.
     """
     device = distributed.device or resolve_device(config.train.device, "train.device")
     config = config.resolved().with_precision(device.type)  # as the checkpoint records it
@@ -154,6 +158,8 @@ def fit(
         history = list(state.history)
         cost.resume(history)
 
+    if on_start is not None:
+        on_start()
     # train.precision (auto resolved for this device): the forward of training and every evaluation
     autocast = precision_autocast(train_cfg.precision, device)
     progress = EpochProgress(

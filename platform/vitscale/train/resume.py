@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from vitscale.device import resolve_device
 from vitscale.errors import UserError, make_folder
-from vitscale.tracking import layout, queued, store
+from vitscale.tracking import layout, provenance, queued, store
 from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT
 from vitscale.train.checkpoint import find_checkpoint, load_checkpoint
 from vitscale.train.config import TrialConfig, logged_params  # logged_params: as a study logs them
@@ -39,12 +40,21 @@ def train_trial(
     resume: bool = False,
     tracking_uri: str | None = None,
     track: bool = True,
-    experiment: str = "vitscale-train",
+    experiment: str = layout.TRAIN_EXPERIMENT,
     show_progress: bool = True,
+    run_name: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    source: str = "vitscale train",
 ) -> dict[str, Any]:
     """Train `config` (recipe resolved) and return the final epoch's metrics, with `mlflow_run_id`
     when tracked (`track` and a `tracking_uri`). A teacher named by an MLflow run or a models:/ URI
-    is downloaded first from `tracking_uri` (tracked or not), into the checkpoint folder if any."""
+    is downloaded first from `tracking_uri` (tracked or not), into the checkpoint folder if any.
+
+    The MLflow run starts once the data has loaded and the model is built (`fit`'s on_start): a
+    bad data root or teacher ends the command with no run left FAILED. A new run is named
+    `run_name` (MLflow picks one when None) and tagged `tags` beside its role and the code's git
+    provenance (`source`: the command MLflow shows as the run's source); it holds requirements.txt
+    and, when the checkout is dirty, git.diff (`tracking.provenance`)."""
     check_checkpoint_dir(checkpoint_dir, resume)
     config = resolve_threads(config, checkpoint_dir, resume)
     device_type = resolve_device(config.train.device, "train.device").type
@@ -56,13 +66,21 @@ def train_trial(
     logged = -1
     if track and tracking_uri is not None:
         store.check_tracking_uri(tracking_uri)
+        store.refuse_file_store(tracking_uri)  # the run starts later, in `fit`: say it before training
         # Writes go through a durable queue (kept next to the checkpoint): an outage only delays them.
         client = queued.queued_client(tracking_uri, checkpoint_dir and checkpoint_dir / queued.QUEUE_DIR)
-        run_id = mlflow_run(client, experiment, checkpoint_dir, resume)
+
+    def start_run() -> None:
+        nonlocal run_id, logged
         if resume:
+            run_id = mlflow_run(client, experiment, checkpoint_dir, resume)
             logged = _log_missed_epochs(client, run_id, checkpoint_dir)
-        else:
-            store.log_params(client, run_id, logged_params(config))
+            return
+        captured = provenance.capture(source)
+        run_tags = {layout.ROLE: layout.ROLE_TRAIN, **captured.tags(), **(tags or {})}
+        run_id = mlflow_run(client, experiment, checkpoint_dir, resume, run_name=run_name, tags=run_tags)
+        store.log_params(client, run_id, logged_params(config))
+        provenance.log_to_parent(client, run_id, captured)
 
     def report(metrics: dict[str, float], _checkpoint: Path | None) -> None:
         if client is not None and metrics["epoch"] > logged:  # a resumed run logs each epoch once
@@ -70,13 +88,19 @@ def train_trial(
 
     status = "FAILED"
     try:
-        result = fit(config, report=report, checkpoint_dir=checkpoint_dir, show_progress=show_progress)
+        result = fit(
+            config,
+            report=report,
+            checkpoint_dir=checkpoint_dir,
+            show_progress=show_progress,
+            on_start=start_run if client is not None else None,
+        )
         status = "FINISHED"
     finally:
-        if client is not None:
+        if run_id is not None:
             client.set_terminated(run_id, status)
-            if status != "FINISHED":
-                queued.close_all()
+        if client is not None and status != "FINISHED":
+            queued.close_all()
     if client is None:
         return dict(result.metrics)
     if result.checkpoint is not None:
@@ -154,16 +178,26 @@ def check_same_config(config: TrialConfig, checkpoint_dir: Path, resume: bool, d
         path.write_text(json.dumps(config.model_dump(mode="json"), indent=2))
 
 
-def mlflow_run(client, experiment: str, checkpoint_dir: Path | None, resume: bool) -> str:
-    """A new run, or (resuming) the run that wrote the checkpoint, so epochs continue in it."""
+def mlflow_run(
+    client,
+    experiment: str,
+    checkpoint_dir: Path | None,
+    resume: bool,
+    *,
+    run_name: str | None = None,
+    tags: Mapping[str, str] | None = None,
+) -> str:
+    """A new run (named `run_name`, tagged `tags`), or (resuming) the run that wrote the
+    checkpoint, so epochs continue in it."""
     marker = checkpoint_dir / RUN_ID_FILE if checkpoint_dir else None
     if resume and marker is not None and marker.is_file():
         run_id = marker.read_text().strip()
         client.update_run(run_id, status="RUNNING")
         return run_id
     experiment_id = store.ensure_experiment(client, experiment)
+    tags = tags or {layout.ROLE: layout.ROLE_TRAIN}
     # The real id (the create is sent at once; the server was just checked): the marker must outlive the queue.
-    run_id = client.resolve(client.create_run(experiment_id, tags={layout.ROLE: "train"}).info.run_id)
+    run_id = client.resolve(client.create_run(experiment_id, tags=tags, run_name=run_name).info.run_id)
     if marker is not None:
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(run_id + "\n")

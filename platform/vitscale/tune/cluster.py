@@ -23,6 +23,8 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
+from pathlib import Path
 
 from vitscale import openmp
 from vitscale.errors import UserError
@@ -112,7 +114,9 @@ def bind_loopback(on: bool) -> None:
 
 def connect(address: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None) -> None:
     """`ray.init` for this driver: in-process local Ray by default, a cluster with `address`.
-    In-process Ray and a cluster at 127.0.0.1 stay on loopback (see the module docstring)."""
+    In-process Ray and a cluster at 127.0.0.1 stay on loopback (see the module docstring). Once
+    connected it prints, once, the Ray dashboard's URL where Ray serves one, and where in-process
+    Ray keeps its logs."""
     import ray
 
     for key, value in DRIVER_ENV.items():  # a variable the user set wins
@@ -120,7 +124,13 @@ def connect(address: str | None = None, num_cpus: int | None = None, num_gpus: i
     if ray.is_initialized():
         return
     bind_loopback(is_loopback(address))
-    kwargs = dict(logging_level=logging.WARNING, log_to_driver=True, configure_logging=True)
+    started = time.monotonic()
+    # Workers' stdout/stderr stay out of the terminal (log_to_driver): a trial's go to its own log
+    # (Tune's log_to_file; logged to its MLflow run), the rest to Ray's session logs, where they
+    # belong: Tune's "Restored on ... from checkpoint" INFO lines, which arrived after a resume's
+    # summary, and the SystemExit traceback of a worker Ray stops at the end of a study. Ray's own
+    # errors (a worker or node died) still reach the driver: they are not worker output.
+    kwargs = dict(logging_level=logging.WARNING, log_to_driver=False, configure_logging=True)
     if address:  # workers of a cluster start from their node's environment: tell them
         kwargs["runtime_env"] = {"env_vars": openmp.worker_env()}
     else:  # in-process Ray's raylet and workers start from this environment
@@ -128,15 +138,37 @@ def connect(address: str | None = None, num_cpus: int | None = None, num_gpus: i
     try:
         if address:
             _check_reachable(address)
-            ray.init(address=address, **kwargs)
+            context = ray.init(address=address, **kwargs)
         else:
             _quiet_token_default_notice()
             # "local": a new in-process cluster. Without an address Ray joins the cluster the last
             # `ray start` on this machine recorded (/tmp/ray/ray_current_cluster) or $RAY_ADDRESS's:
             # a laptop study would run on whatever cluster was left up (or fail on num_cpus).
-            ray.init("local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False, **kwargs)
+            # No dashboard: it adds a process and seconds to Ray's start (20 -> 25 s on a busy
+            # 2-core machine), and the progress lines and `vitscale ui` show a study.
+            context = ray.init(
+                "local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False, **kwargs
+            )
     except ConnectionError as exc:
         raise _unreachable(address, exc) from None
+    for line in ready_lines(context, address, time.monotonic() - started):
+        print(line, flush=True)
+
+
+def ready_lines(context, address: str | None, seconds: float) -> list[str]:
+    """What the driver says once Ray is up: how long that took, the dashboard's URL where Ray serves
+    one (`context.dashboard_url`, without a scheme), and, for in-process Ray, where its own logs are
+    (workers' output included: it no longer reaches the terminal)."""
+    info = getattr(context, "address_info", None) or {}
+    where = f"Ray cluster at {info.get('gcs_address') or address}" if address else "in-process Ray"
+    lines = [f"{where} ready in {seconds:.0f} s"]
+    url = getattr(context, "dashboard_url", None)
+    if url:
+        lines.append(f"Ray dashboard: {url if '://' in url else 'http://' + url}")
+    session = info.get("session_dir")
+    if not address and session:
+        lines[0] += f"; its logs: {Path(session) / 'logs'}"
+    return lines
 
 
 def node_capacities() -> list[dict[str, float]]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import shlex
 import shutil
@@ -33,6 +34,10 @@ from vitscale.tracking.layout import TRACKING_URI_ENV
 from vitscale.tracking.provenance import DIFF_FILE, Provenance, capture
 from vitscale.tune.storage import JOB_ENV
 
+# Ray logs four INFO lines while it packs and uploads a job's working_dir ("Creating a file package",
+# "Pushing file package", "Successfully pushed", "Uploading package"): nothing to act on, printed
+# before the job id. Warnings and errors still show.
+UPLOAD_LOGGERS = ("ray._private.runtime_env.packaging", "ray.dashboard.modules.dashboard_sdk")
 STATE_DIR = Path.home() / ".vitscale"
 LAST_ADDRESS_FILE = STATE_DIR / "last_job_address"
 LAST_TRACKING_FILE = STATE_DIR / "last_job_tracking_uri"
@@ -188,11 +193,25 @@ def _submit(
     extra: list[Path] = (),
 ) -> str:
     client = job_client(address)
-    with upload(root, provenance, includes, extra) as runtime_env:
+    with upload(root, provenance, includes, extra) as runtime_env, quiet_upload_logs():
         runtime_env["env_vars"].update(env)
         job_id = client.submit_job(entrypoint=shlex.join(command), runtime_env=runtime_env, metadata=metadata)
     _remember(LAST_ADDRESS_FILE, address)
     return job_id
+
+
+@contextmanager
+def quiet_upload_logs() -> Iterator[None]:
+    """Within: UPLOAD_LOGGERS at WARNING (their levels restored after)."""
+    loggers = [logging.getLogger(name) for name in UPLOAD_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
 
 
 def logs(address: str | None, job_id: str, follow: bool) -> None:
