@@ -52,12 +52,14 @@ def test_a_comparison_reads_as_the_study_in_mlflow_optuna_and_its_trial_logs(tmp
 
     runs = child_runs(uri, "cmp-record")
     assert len(runs) == 6
-    for run in runs:  # the trial's own lines: its config, every epoch, test at the last one
+    for run in runs:  # the trial's own lines: its config, every epoch, test at a final run's last
         folder = tmp_path / "logs" / run.info.run_id
         folder.mkdir(parents=True)
         text = Path(client.download_artifacts(run.info.run_id, "logs/stdout", str(folder))).read_text()
         assert "trial {" in text and "epoch 1/2" in text, text
-        assert "test_top1" in text.splitlines()[-1], text
+        final = run.data.tags["vitscale.phase"] == "final"  # tuning never scores a test image
+        assert ("test_top1" in text.splitlines()[-1]) == final, text
+        assert ("test_top1" in run.data.metrics) == final
 
     execution = results / "cmp-record" / (results / "cmp-record" / "latest").read_text().strip()
     names = arm_optuna_studies(execution, arms=2)
