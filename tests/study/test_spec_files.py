@@ -41,7 +41,7 @@ EXPECTED_TRIALS = {
     "load_1000.yaml": 1000,  # the load benchmark: 4 points x 250 seeds
     "fashion_tuned.yaml": 120,  # 6 arms x (12 TPE samples at low fidelity + top 3 confirmed + 5 final seeds)
     "fashion_tuned_14.yaml": 120,  # the same on a 14x14 token grid
-    "fashion_converged.yaml": 84,  # 6 arms x (8 TPE samples at low fidelity + top 3 confirmed + 3 final seeds)
+    "fashion_converged.yaml": 66,  # 6 arms x (8 TPE samples at low fidelity + 3 final seeds); confirm top_k 0
     "fashion_resolution.yaml": 24,  # 8 arms (tuned_from fashion-tuned: no tuning) x 3 final seeds
     "fashion_resolution_bench.yaml": 16,  # 2 mixers x 2 regimes x 4 resolutions
     "fashion_scaling.yaml": 216,  # 72 arms (2 mixers x 2 regimes x 6 widths x 3 data levels) x 3 seeds
