@@ -52,7 +52,14 @@ FilesArgument = Annotated[list[Path], typer.Argument(help="study or search-space
 
 
 def trials_line(spec) -> str:
-    """'12 trials = 12 grid points x 1 seed': how a study expands."""
+    """'12 trials = 12 grid points x 1 seed': how a study expands; with a compute budget, the most
+    it can run and when its search (each arm's) stops."""
+    compute = spec.search.budget.compute if spec.search.budget is not None else None
+    line = _expansion(spec)
+    return f"at most {line}, each search until {compute[1]:g} {compute[0]} are spent" if compute else line
+
+
+def _expansion(spec) -> str:
 
     def n(count: int, noun: str) -> str:
         return f"{count} {noun}{'' if count == 1 else 's'}"

@@ -17,7 +17,7 @@ from vitscale.study.check_space import check_against_trial, check_structure
 from vitscale.study.errors import Problem
 from vitscale.study.resolve import grid_points, trial_data
 from vitscale.study.space import GRID_LIMIT, SpaceCycle, TooManyPoints, providers
-from vitscale.study.spec import StudySpec
+from vitscale.study.spec import SEARCH_SCHEDULERS, StudySpec
 from vitscale.tracking.layout import BENCH_METRICS
 from vitscale.train.config import TrialConfig
 from vitscale.train.metrics import REPORTED_METRICS
@@ -83,6 +83,8 @@ def _search(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
     dupes = sorted({s for s in search.seeds if search.seeds.count(s) > 1})
     if dupes:
         yield Problem("search.seeds", f"seed(s) {dupes} listed more than once")
+    if search.algorithm == "grid" and search.budget is not None:
+        yield Problem("search.budget", "a grid runs every point; a budget needs a sampler (e.g. tpe)")
     if not study_kind(spec.kind).trains:  # a benchmark measures every configuration
         return
     if search.algorithm == "grid":
@@ -107,6 +109,13 @@ def _search(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
                 yield Problem(
                     f"space.{key}", f"grid values are for grid studies; use choice with {search.algorithm}"
                 )
+        own = SEARCH_SCHEDULERS.get(search.algorithm)
+        if own is not None and spec.scheduler.type != own:
+            yield Problem(
+                "scheduler.type",
+                f"{search.algorithm} runs its points under {own}: use {own} (the default with "
+                f"{search.algorithm}) or another search.algorithm",
+            )
         if search.algorithm == "cmaes" and len(spec.objectives) > 1:
             yield Problem("search.algorithm", "cmaes optimises one objective; use nsga2 or tpe for several")
 
@@ -184,7 +193,7 @@ CHECKS: tuple[tuple[set[str], Callable[[StudySpec, frozenset[str]], Iterable[Pro
     ({"kind", "objectives"}, _objectives),
     ({"scheduler", "objectives"}, _scheduler_objectives),
     ({"scheduler", "trial", "space"}, _scheduler_epochs),
-    ({"kind", "search", "space", "objectives"}, _search),
+    ({"kind", "search", "space", "objectives", "scheduler"}, _search),
     ({"kind", "resources", "trial", "benchmark"}, _resources),
     (
         {"kind", "arms", "reference", "final", "match", "objectives", "space", "trial", "search"},

@@ -24,6 +24,7 @@ from vitscale.tracking.tune_callback import MlflowStudyCallback, TrialDescriptio
 from vitscale.tracking.wandb import wandb_callbacks
 from vitscale.tune import optuna_study, signed_storage, snapshot_period
 from vitscale.tune.arm_asha import scheduler_for
+from vitscale.tune.budget import budget_of
 from vitscale.tune.progress import ProgressCallback
 from vitscale.tune.replicates import ReplicatedSearcher
 from vitscale.tune.samplers import SAMPLERS
@@ -97,7 +98,9 @@ def _search(spec, directory, storage_url: str = "", parent_run_id: str = "", opt
         storage=optuna.storages.RDBStorage(storage_url),
     )
     seeds = list(spec.search.seeds)
-    searcher = ReplicatedSearcher(optuna_search, seeds, metrics, modes, parent_run_id=parent_run_id)
+    searcher = ReplicatedSearcher(
+        optuna_search, seeds, metrics, modes, parent_run_id=parent_run_id, budget=budget_of(spec)
+    )
     return searcher, {}, spec.search.num_samples * len(seeds)
 
 
@@ -142,7 +145,8 @@ def build_tuner(
     objective, trains = spec.objectives[0], study_kind(spec.kind).trains
     # A benchmark's configurations compare only within a resolution: no one "best" in its line.
     best_of = (objective.metric, objective.mode) if trains else None
-    progress = progress or ProgressCallback(spec.name, count_trials(spec), best_of)
+    planned = None if budget_of(spec) else count_trials(spec)  # a compute budget: known at its end
+    progress = progress or ProgressCallback(spec.name, planned, best_of)
     snapshot_period.apply(count_trials(spec))  # Tune's experiment snapshot: rarer for larger studies
 
     return tune.Tuner(
