@@ -330,6 +330,8 @@ def arm_table(rows: list[dict]) -> Table:
         config = (
             "\n".join(f"{k.rsplit('.', 1)[-1]}={_short(v)}" for k, v in point.items()) if point else "none"
         )
+        if row.get("budget"):  # a compute budget: what this arm's search spent (tune.budget)
+            config += f"\n{row['budget']}"
         table.add_row(
             layout.arm_display(row["arm"], "/"),  # attention/ode: narrow, the config gets the room
             config,

@@ -20,7 +20,7 @@ from vitscale.study.errors import Problem
 from vitscale.study.kinds import STUDY_RULES
 from vitscale.study.resolve import space_points, trial_data
 from vitscale.study.space import GRID_LIMIT, SpaceCycle, TooManyPoints, providers
-from vitscale.study.spec import StudySpec
+from vitscale.study.spec import SEARCH_SCHEDULERS, StudySpec
 from vitscale.train.config import TrialConfig
 from vitscale.validation import error_items
 
@@ -63,6 +63,8 @@ def _seeds(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
     dupes = sorted({s for s in spec.search.seeds if spec.search.seeds.count(s) > 1})
     if dupes:
         yield Problem("search.seeds", f"seed(s) {dupes} listed more than once")
+    if spec.search.algorithm == "grid" and spec.search.budget is not None:
+        yield Problem("search.budget", "a grid runs every point; a budget needs a sampler (e.g. tpe)")
 
 
 def search_problems(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
@@ -90,6 +92,13 @@ def search_problems(spec: StudySpec, removed: frozenset[str]) -> Iterable[Proble
                 yield Problem(
                     f"space.{key}", f"grid values are for grid studies; use choice with {search.algorithm}"
                 )
+        own = SEARCH_SCHEDULERS.get(search.algorithm)
+        if own is not None and spec.scheduler.type != own:
+            yield Problem(
+                "scheduler.type",
+                f"{search.algorithm} runs its points under {own}: use {own} (the default with "
+                f"{search.algorithm}) or another search.algorithm",
+            )
         if search.algorithm == "cmaes" and len(spec.objectives) > 1:
             yield Problem("search.algorithm", "cmaes optimises one objective; use nsga2 or tpe for several")
 

@@ -19,8 +19,11 @@ def count_trials(spec: StudySpec) -> int:
 
 
 def trials_line(spec: StudySpec) -> str:
-    """'12 trials = 12 grid points x 1 seed': how a study expands (`study validate`, `study show`)."""
-    return STUDY_RULES[spec.kind].trials_line(spec)
+    """'12 trials = 12 grid points x 1 seed': how a study expands (`study validate`, `study show`);
+    with a compute budget, the most it can run and when its search (each arm's) stops."""
+    line = STUDY_RULES[spec.kind].trials_line(spec)
+    compute = spec.search.budget.compute if spec.search.budget is not None else None
+    return f"at most {line}, each search until {compute[1]:g} {compute[0]} are spent" if compute else line
 
 
 def _n(count: int, noun: str) -> str:

@@ -21,6 +21,10 @@ from vitscale.train.config import TrialConfig
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 DEFAULT_NUM_SAMPLES = 16
+# Search algorithms that come with their own early stopping: the scheduler they run with when the
+# study names none (bohb: TPE proposing HyperBand's points, see tune.samplers).
+SEARCH_SCHEDULERS = {"bohb": "hyperband"}
+BUDGET_MAX_SAMPLES = 1000  # a compute budget's cap on points when search.num_samples is not given
 
 
 class _Section(BaseModel):
@@ -49,12 +53,56 @@ class ConfirmConfig(_Section):
         return top_k
 
 
+class BudgetConfig(_Section):
+    """How much one search may spend: points, or compute (each comparison arm's search its own)."""
+
+    trials: int | None = Field(None, ge=1, description="points the search draws (search.num_samples)")
+    train_flops: float | None = Field(
+        None,
+        gt=0,
+        description="training FLOPs (forward + backward, as trained) of all its trials; no new point "
+        "is drawn once they are spent",
+    )
+    core_hours: float | None = Field(
+        None,
+        gt=0,
+        description="trial wall time x resources.cpu of all its trials, in hours; no new point is "
+        "drawn once they are spent",
+    )
+
+    @model_validator(mode="after")
+    def _one_measure(self) -> BudgetConfig:
+        given = [name for name in type(self).model_fields if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                f"give exactly one of trials, train_flops, core_hours (got {', '.join(given) or 'none'})"
+            )
+        return self
+
+    @property
+    def compute(self) -> tuple[str, float] | None:
+        """(measure, amount) of a compute budget; None for a budget in trials."""
+        for name in ("train_flops", "core_hours"):
+            if getattr(self, name) is not None:
+                return name, float(getattr(self, name))
+        return None
+
+
 class SearchConfig(_Section):
-    algorithm: Literal["grid", "random", "tpe", "nsga2", "cmaes", "qmc"] = Field(
-        "grid", description="grid: every point of the space; the others are Optuna samplers"
+    algorithm: Literal["grid", "random", "tpe", "nsga2", "cmaes", "qmc", "gp", "bohb"] = Field(
+        "grid",
+        description="grid: every point of the space; the others are Optuna samplers (gp: Gaussian-"
+        "process BO; bohb: TPE with HyperBand per arm)",
     )
     num_samples: int | None = Field(
         None, ge=1, description=f"points a sampler draws (default {DEFAULT_NUM_SAMPLES}); not for grid"
+    )
+    budget: BudgetConfig | None = Field(
+        None,
+        description="samplers: {trials: N} (= num_samples), or {train_flops: F} / {core_hours: H}: "
+        "points are drawn until the search's trials have spent that much compute (num_samples, if "
+        f"given, caps the points; default {BUDGET_MAX_SAMPLES}), so arms of different cost get equal "
+        "compute",
     )
     seeds: list[int] | None = Field(
         None,
@@ -82,6 +130,16 @@ class SearchConfig(_Section):
         "at full fidelity on the first of search.seeds, and the arm's configuration is chosen among "
         f"those runs; default top_k {DEFAULT_CONFIRM_TOP_K} whenever search.fidelity is set",
     )
+
+    @model_validator(mode="after")
+    def _points_once(self) -> SearchConfig:
+        trials = self.budget.trials if self.budget is not None else None
+        if trials is not None and self.num_samples is not None and trials != self.num_samples:
+            raise ValueError(
+                f"num_samples ({self.num_samples}) and budget.trials ({trials}) both give the number "
+                "of points; keep one of them"
+            )
+        return self
 
 
 class Objective(_Section):
@@ -271,9 +329,16 @@ class StudySpec(_Section):
         if self.search.seeds is None:
             self.search.seeds = [self.trial_settings.seed]
         if self.search.num_samples is None and self.search.algorithm != "grid":
-            self.search.num_samples = DEFAULT_NUM_SAMPLES
+            budget = self.search.budget
+            if budget is None:
+                self.search.num_samples = DEFAULT_NUM_SAMPLES
+            else:
+                self.search.num_samples = budget.trials or BUDGET_MAX_SAMPLES
         if self.search.fidelity and self.search.confirm is None and not self.tuned_from:
             self.search.confirm = ConfirmConfig()  # low-fidelity tuning is confirmed at full fidelity
+        own = SEARCH_SCHEDULERS.get(self.search.algorithm)
+        if own is not None and "type" not in self.scheduler.model_fields_set:
+            self.scheduler.type = own
         if self.scheduler.max_t is None and self.scheduler.type in ("asha", "hyperband"):
             self.scheduler.max_t = max_epochs(self)
         return self

@@ -42,7 +42,7 @@ from vitscale.study.comparison import (
     final_study,
 )
 from vitscale.tracking import layout, parent_summary, queued, store
-from vitscale.tune import confirmation, interrupt, optuna_study, progress_line, signed_storage
+from vitscale.tune import budget, confirmation, interrupt, optuna_study, progress_line, signed_storage
 from vitscale.tune.comparison_record import RECORD_FILE
 from vitscale.tune.execution_files import read_state, write_state
 from vitscale.tune.phase_callback import PhaseCallback
@@ -110,7 +110,7 @@ def _callback(execution, phase_spec, phase: str, arm: dict | None, describe=None
     )
 
 
-def _progress(execution, phase: str, planned: int, since: float, label_keys=None) -> ProgressCallback:
+def _progress(execution, phase: str, planned: int | None, since: float, label_keys=None) -> ProgressCallback:
     """The progress line of one phase: `tune arm 2/4 ssog · ode` or `final` (arms named by
     their display names), on the study's elapsed clock, with the whole study's count beside it."""
     objective = execution.spec.objectives[0]
@@ -193,11 +193,13 @@ def run_comparison(execution, verbose: int = 1):
             choice = ArmChoice.from_json(state["low_fidelity"][key])
         else:
             callback = _callback(execution, phase_spec, "tune", arm)
-            progress = _progress(execution, f"tune arm {name}", count_trials(phase_spec), since)
+            planned = None if budget.budget_of(phase_spec) else count_trials(phase_spec)
+            progress = _progress(execution, f"tune arm {name}", planned, since)
             results = _fit(execution, f"tune-{i}", phase_spec, callback, progress, verbose=verbose)
             live |= {r.metrics.get("trial_id") for r in results if r.metrics}
             close_completed(client, execution, results)
             choice = choose(results, key, arm, list(spec.search.seeds), objective.metric, objective.mode)
+            choice.budget = budget.report_spent(client, execution, phase_spec, results, key)
         top_k = state["confirm_top_k"]
         if top_k and choice.point is not None:
             state["low_fidelity"][key] = choice.to_json()
@@ -291,6 +293,8 @@ def arm_rows(client, execution, state: dict) -> list[dict]:
     for key, choice in state["choices"].items():
         runs = finals.get(key, [])
         row = {"arm": key, "point": choice["point"], "tuning_score": choice["score"], "final_runs": len(runs)}
+        if choice.get("budget"):  # a compute budget: what the arm's search spent (tune.budget)
+            row["budget"] = budget.describe(choice["budget"])
         for metric in ("val_top1", "test_top1"):
             values = [m[metric] for m in runs if metric in m]
             row[metric] = sum(values) / len(values) if values else None

@@ -4,6 +4,12 @@ A study's `search.seeds` asks for every sampled configuration to be trained once
 seed its own trial. `ReplicatedSearcher` wraps the Optuna searcher: it asks Optuna for a new point
 once, hands it out with each seed in turn, and tells Optuna the mean over the replicates when the
 last one has finished, so the sampler learns from seed-averaged objectives instead of noise.
+With a compute budget (`tune.budget`) it draws no new point once the trials have spent it; the
+seeds of the point already drawn still run. A point with a replicate the scheduler stopped before
+its planned epochs (ASHA, HyperBand, median) is told PRUNED, with the per-epoch values its first
+replicate reported: its last value was read at a lower budget than a finished point's, and TPE
+(hence bohb) ranks pruned points below finished ones, by how far they got; GP, NSGA-II and CMA-ES
+leave them out.
 
 Optuna's RDB is written at once, Tune's snapshot of this searcher every few seconds: a driver
 killed in between leaves Optuna ahead of the state a resume restores. A point Optuna already
@@ -22,8 +28,9 @@ from typing import Any
 
 from ray.tune.search import Searcher
 
-from vitscale.tracking.tune_callback import RESULT_FAILURE_REASON, mlflow_run_id
+from vitscale.tracking.tune_callback import RESULT_FAILURE_REASON, RESULT_PLANNED_EPOCHS, mlflow_run_id
 from vitscale.tune import state_digest
+from vitscale.tune.budget import ComputeBudget
 
 
 @dataclass
@@ -49,6 +56,7 @@ class ReplicatedSearcher(Searcher):
         metrics: list[str],
         modes: list[str],
         parent_run_id: str = "",
+        budget: ComputeBudget | None = None,
     ) -> None:
         metric = metrics[0] if len(metrics) == 1 else metrics
         mode = modes[0] if len(modes) == 1 else modes
@@ -57,6 +65,7 @@ class ReplicatedSearcher(Searcher):
         self.seeds = list(seeds)
         self.metrics = list(metrics)
         self.parent_run_id = parent_run_id
+        self.budget = budget
         self._open: _Group | None = None
         self._groups: dict[str, _Group] = {}  # trial id -> its group
         self._finished_before_restore: set[int] = set()  # Optuna trial numbers (see the docstring)
@@ -66,6 +75,8 @@ class ReplicatedSearcher(Searcher):
 
     def suggest(self, trial_id: str) -> dict | None:
         if self._open is None or not self._open.seeds_left:
+            if self.budget is not None and self.budget.spent_out():
+                return Searcher.FINISHED
             sampled = self.inner.suggest(trial_id)
             if sampled is None or not isinstance(sampled, dict):
                 return sampled  # None (wait) or Searcher.FINISHED
@@ -87,6 +98,8 @@ class ReplicatedSearcher(Searcher):
         return config
 
     def on_trial_result(self, trial_id: str, result: dict) -> None:
+        if self.budget is not None:
+            self.budget.observe(trial_id, result)
         group = self._groups.get(trial_id)
         if group is None or trial_id != group.inner_id or result.get(RESULT_FAILURE_REASON):
             return
@@ -94,6 +107,8 @@ class ReplicatedSearcher(Searcher):
             self.inner.on_trial_result(trial_id, result)
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
+        if self.budget is not None:
+            self.budget.observe(trial_id, result)
         group = self._groups.get(trial_id)
         if group is None:
             return
@@ -114,6 +129,8 @@ class ReplicatedSearcher(Searcher):
             mean[metric] = sum(values) / len(values) if values else float("nan")
         if any(math.isnan(v) for v in mean.values()):
             self.inner.on_trial_complete(group.inner_id, None, error=True)
+        elif any(_stopped_early(r) for r in finished):
+            self.inner.on_trial_complete(group.inner_id, None, error=False)  # Optuna: PRUNED
         else:
             self.inner.on_trial_complete(group.inner_id, {**finished[-1], **mean})
 
@@ -182,7 +199,13 @@ class ReplicatedSearcher(Searcher):
         (see tune.state_digest)."""
         self.__dict__.update(pickle.loads(state_digest.read_verified(Path(checkpoint_path))))
         self.__dict__.setdefault("_finished_before_restore", set())  # a state saved before it existed
+        self.__dict__.setdefault("budget", None)
         self._reconcile_with_optuna()
+
+
+def _stopped_early(result: dict) -> bool:
+    planned, epoch = result.get(RESULT_PLANNED_EPOCHS), result.get("epoch")
+    return _is_number(planned) and _is_number(epoch) and epoch < planned
 
 
 def _is_number(value: Any) -> bool:

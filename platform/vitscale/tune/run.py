@@ -25,6 +25,7 @@ from vitscale.study import StudySpec, count_trials, dump_spec, load_study, spec_
 from vitscale.tracking import parent_summary, queued, runs_view, store
 from vitscale.train.from_mlflow import resolve_spec_teachers
 from vitscale.tune import (
+    budget,
     cluster,
     cpu_share,
     interrupt,
@@ -259,6 +260,7 @@ def _fit_and_summarise(tuner, execution: StudyExecution):
     client = store.client_for(execution.tracking_uri)
     close_completed(client, execution, results)
     close_orphans(client, execution, {r.metrics.get("trial_id") for r in results if r.metrics})
+    budget.report_spent(client, execution, execution.spec, results)
     summary = summarise(client, execution)
     summary.tracking = tracking.line()
     parent_summary.log_summary(client, execution.experiment_id, execution.parent_run_id, execution.spec)

@@ -31,6 +31,7 @@ class ArmChoice:
     # Tuned at low fidelity: its top points at full fidelity, ρ (tune.confirmation); else None.
     confirmation: dict[str, Any] | None = None
     edges: list[dict[str, Any]] = field(default_factory=list)  # the point's values at a range's edge
+    budget: dict[str, Any] | None = None  # a compute budget: measure, limit, spent, trials (tune.budget)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

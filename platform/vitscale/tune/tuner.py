@@ -22,6 +22,7 @@ from vitscale.tracking.tune_callback import MlflowStudyCallback, TrialDescriptio
 from vitscale.tracking.wandb import wandb_callbacks
 from vitscale.tune import optuna_study, signed_storage, snapshot_period
 from vitscale.tune.arm_asha import scheduler_for
+from vitscale.tune.budget import budget_of
 from vitscale.tune.execution_modes import execution_mode
 from vitscale.tune.kinds import TUNE_KINDS
 from vitscale.tune.progress import ProgressCallback
@@ -109,7 +110,9 @@ def space_search(spec, directory, storage_url: str = "", parent_run_id: str = ""
         storage=optuna.storages.RDBStorage(storage_url),
     )
     seeds = list(spec.search.seeds)
-    searcher = ReplicatedSearcher(optuna_search, seeds, metrics, modes, parent_run_id=parent_run_id)
+    searcher = ReplicatedSearcher(
+        optuna_search, seeds, metrics, modes, parent_run_id=parent_run_id, budget=budget_of(spec)
+    )
     return searcher, {}, spec.search.num_samples * len(seeds)
 
 
@@ -158,9 +161,8 @@ def build_tuner(
         source=getattr(execution, "source", ""),
     )
     kind = TUNE_KINDS[spec.kind]
-    progress = progress or ProgressCallback(
-        spec.name, count_trials(spec), kind.best_of(spec), record=execution.directory
-    )
+    planned = None if budget_of(spec) else count_trials(spec)  # a compute budget: known at its end
+    progress = progress or ProgressCallback(spec.name, planned, kind.best_of(spec), record=execution.directory)
     snapshot_period.apply(count_trials(spec))  # Tune's experiment snapshot: rarer for larger studies
 
     return tune.Tuner(

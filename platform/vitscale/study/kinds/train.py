@@ -16,7 +16,7 @@ from vitscale.train.metrics import REPORTED_METRICS
 
 # The sections each check reads (skipped where one failed validation).
 BENCHMARK_READS = frozenset({"kind", "benchmark", "space", "search", "scheduler"})
-SEARCH_READS = frozenset({"kind", "search", "space", "objectives"})
+SEARCH_READS = frozenset({"kind", "search", "space", "objectives", "scheduler"})
 COMPARISON_READS = frozenset(
     {"kind", "arms", "reference", "final", "match", "objectives", "space", "trial", "search"}
 )
