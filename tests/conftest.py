@@ -16,6 +16,7 @@ subprocess) fails, naming the mark.
 
 from __future__ import annotations
 
+import os
 import shutil
 import statistics
 import tempfile
@@ -29,6 +30,11 @@ try:  # pytest >= 9: a node's id (see scheduled_in_group)
     from _pytest.nodeid import coerce_node_id
 except ImportError:  # pytest 8: xdist's own suffix is read
     coerce_node_id = None
+
+# An xdist worker starts with COLUMNS=80 in its environment (a single process does not), and the
+# CLI's console honours COLUMNS: its tables would fold at 80 columns under `make test` only. A test
+# that wants a width sets it (monkeypatch.setenv).
+os.environ.pop("COLUMNS", None)
 
 pytest_plugins = ["fixtures_cluster", "pytester"]  # pytester: tests/test_slow_marks.py
 

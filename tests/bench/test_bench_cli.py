@@ -140,5 +140,5 @@ def test_the_table_puts_both_ceilings_and_both_modes_memory_beside_sdpa(tmp_path
     assert (
         f"{ssog['train_memory_mb']:,.0f}" in cells and "÷ attention/sdpa" in out and "÷ attention/math" in out
     )
-    assert max(len(line) for line in out.splitlines()) <= 120  # a pipe gets the table at 120 columns
+    assert "…" not in out  # without a terminal the table is rendered whole, no cell cut (cli.console)
     assert "pool ceil:" in " ".join(out.split())

@@ -187,7 +187,7 @@ DRIVER = textwrap.dedent(
 
     ray.get(ping.remote())  # a worker process, with its own gRPC port
     node = ray._private.worker._global_node
-    print(node.get_session_dir_path(), node.gcs_address, flush=True)
+    print("SESSION", node.get_session_dir_path(), node.gcs_address, flush=True)
     sys.stdin.read()  # until the test is done looking
     ray.shutdown()
     """
@@ -202,7 +202,11 @@ def test_in_process_ray_listens_on_127_0_0_1_only_and_its_gcs_refuses_the_networ
         [sys.executable, "-c", DRIVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
     )
     try:
-        session_dir, gcs_address = driver.stdout.readline().split()
+        line = driver.stdout.readline()
+        while not line.startswith("SESSION "):  # connect's own lines come first ("in-process Ray ready ...")
+            assert line, "the driver exited before printing its session"
+            line = driver.stdout.readline()
+        _, session_dir, gcs_address = line.split()
         sockets = listeners(started_by({driver.pid}, session_dir))
         names = {s.name for s in sockets}
         assert {"gcs_server", "raylet"} <= names, sockets  # what Ray's default binds on every interface

@@ -32,9 +32,9 @@ from vitscale.tracking.layout import RESULT_FAILURE_REASON, RESULT_PLANNED_EPOCH
 from vitscale.tracking.parent_summary import PARENT_RUNS, ParentRun, best_metrics, nothing
 from vitscale.tune.cpu_share import trial_threads
 from vitscale.tune.kinds import TUNE_KINDS, TuneKind
-from vitscale.tune.local_status import no_phase
 from vitscale.tune.optuna_study import no_optuna_study
 from vitscale.tune.run import resume_experiment, run_experiment
+from vitscale.tune.status_from_mlflow import no_phase
 from vitscale.tune.summary import first_objective, searched_best
 from vitscale.tune.tuner import describe_train_trial, every_point_search, space_keys
 

@@ -61,8 +61,9 @@ def tag_strings(source: str) -> list[tuple[int, str]]:
         if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in docs:
             continue
         for name in NAME.findall(node.value):
-            is_tag = name in TAGS or any(name.startswith(f"{tag}.") for tag in TAGS)
-            if is_tag or not _names_a_module(name):
+            module = _names_a_module(name)  # vitscale.study.kinds: a module under the tag vitscale.study
+            is_tag = name in TAGS or (not module and any(name.startswith(f"{tag}.") for tag in TAGS))
+            if is_tag or not module:
                 out.append((node.lineno, name))
     return sorted(out)
 

@@ -157,7 +157,7 @@ def test_a_model_that_cannot_be_read_is_skipped_and_the_queue_goes_on(tmp_path, 
     (folder / layout.SERVED_MODEL_FILE).write_bytes(b"not a pickle")
     with caplog.at_level(logging.WARNING, logger="vitscale.tracking"):
         client.log_model(run_id, str(folder), "model", 1)
-        client.set_tag(run_id, "after", "sent")
+        store.set_tags(client, run_id, {"after": "sent"})
         stats = client.queue.close(timeout=120)
     assert (stats.pending, stats.rejected) == (0, 0)
     real = client.resolve(run_id)

@@ -63,7 +63,9 @@ def test_writes_during_an_outage_return_at_once_and_arrive_in_order_when_it_ends
     assert client.calls > 1 and writer.queue.stats().sent == 0  # it kept trying, in vain
     client.down = False
     stats = queued.close_all(timeout=30)
-    assert stats.pending == 0 and stats.rejected == 0 and stats.delayed == stats.queued == stats.sent
+    # every write arrived; the outage delayed those the queue's thread had reached before it ended
+    # (all of them on a quiet machine, 10 of 12 under load)
+    assert stats.pending == 0 and stats.rejected == 0 and 0 < stats.delayed <= stats.queued == stats.sent
     assert "none lost" in stats.line()
 
     real_child = writer.resolve(child)

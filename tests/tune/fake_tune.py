@@ -75,10 +75,12 @@ class DriverKilled(Exception):
     """The driver dies here, as under SIGKILL: the trial just started stays RUNNING in MLflow."""
 
 
-def trial_configs(spec, search) -> list[dict]:
+def trial_configs(spec, search, storage: str = "", study_name: str = "") -> list[dict]:
     """The phase's trial configs, as its Tune searcher would hand them out: a given search's grid
     (`{"point": grid_search, "seed": grid_search}`), the spec's grid x seeds, or `num_samples`
-    random draws of its space (Optuna's RandomSampler, `search.sampler_seed`) x seeds, numbered."""
+    random draws of its space (Optuna's RandomSampler, `search.sampler_seed`) x seeds, numbered,
+    kept as the real searcher keeps them: in the execution's Optuna storage under the arm's name
+    (a resume checks it is still there)."""
     if search is not None:
         _, space, _ = search
         grids = {
@@ -91,7 +93,12 @@ def trial_configs(spec, search) -> list[dict]:
         return [{"point": p, "seed": s} for p in grid_points(spec) for s in seeds]
     import optuna
 
-    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=spec.search.sampler_seed))
+    study = optuna.create_study(
+        sampler=optuna.samplers.RandomSampler(seed=spec.search.sampler_seed),
+        storage=storage or None,
+        study_name=study_name or None,
+        load_if_exists=True,
+    )
     configs = []
     for _ in range(spec.search.num_samples):
         trial = study.ask()
@@ -161,7 +168,8 @@ class FakeTune:
     # tune.comparison.build_tuner
     def build_tuner(self, execution, verbose=0, *, callback=None, search=None, progress=None, optuna_name=""):
         directory = Path(execution.directory)
-        tuner = FakeTuner(self, directory, execution.spec, trial_configs(execution.spec, search), callback)
+        configs = trial_configs(execution.spec, search, execution.optuna_storage, optuna_name)
+        tuner = FakeTuner(self, directory, execution.spec, configs, callback)
         self.experiments[str(directory)] = tuner
         return tuner
 

@@ -67,6 +67,7 @@ def test_a_full_journal_disk_cuts_the_line_back_and_tells_the_driver(small_disk)
     queue.close(timeout=60)
 
 
+@pytest.mark.slow  # the store's first write (the experiment) comes once Ray is up
 def test_a_disk_full_before_the_study_starts_is_one_line(tmp_path, small_disk):
     study = write_study(tmp_path, "full-at-start", search={"algorithm": "grid"})
     fill(small_disk)

@@ -137,6 +137,7 @@ def run_study(
     borrowed = borrowed_state(spec, uri)  # tuned_from: the arms' tuned points, read from MLflow now
     study_folder = _storage_root(spec, storage) / spec.name
     started = time.strftime("%Y%m%d-%H%M%S")
+    optuna_study.storage_for(spec, study_folder / started, continue_search)  # its refusals, before Ray starts
     cluster.connect(address, num_cpus=num_cpus)
     cluster.preflight(spec.resources.cpu, spec.resources.gpu, allow_autoscale)
     _check_cpu_share(spec, address, allow_autoscale)
