@@ -20,7 +20,7 @@ from vitscale.study.errors import Problem
 from vitscale.study.kinds import STUDY_RULES
 from vitscale.study.resolve import space_points, trial_data
 from vitscale.study.space import GRID_LIMIT, SpaceCycle, TooManyPoints, providers
-from vitscale.study.spec import SEARCH_SCHEDULERS, StudySpec
+from vitscale.study.spec import StudySpec
 from vitscale.train.config import TrialConfig
 from vitscale.validation import error_items
 
@@ -92,13 +92,6 @@ def search_problems(spec: StudySpec, removed: frozenset[str]) -> Iterable[Proble
                 yield Problem(
                     f"space.{key}", f"grid values are for grid studies; use choice with {search.algorithm}"
                 )
-        own = SEARCH_SCHEDULERS.get(search.algorithm)
-        if own is not None and spec.scheduler.type != own:
-            yield Problem(
-                "scheduler.type",
-                f"{search.algorithm} runs its points under {own}: use {own} (the default with "
-                f"{search.algorithm}) or another search.algorithm",
-            )
         if search.algorithm == "cmaes" and len(spec.objectives) > 1:
             yield Problem("search.algorithm", "cmaes optimises one objective; use nsga2 or tpe for several")
 

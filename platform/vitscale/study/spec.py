@@ -21,9 +21,6 @@ from vitscale.train.config import TrialConfig
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 DEFAULT_NUM_SAMPLES = 16
-# Search algorithms that come with their own early stopping: the scheduler they run with when the
-# study names none (bohb: TPE proposing HyperBand's points, see tune.samplers).
-SEARCH_SCHEDULERS = {"bohb": "hyperband"}
 BUDGET_MAX_SAMPLES = 1000  # a compute budget's cap on points when search.num_samples is not given
 
 
@@ -89,10 +86,10 @@ class BudgetConfig(_Section):
 
 
 class SearchConfig(_Section):
-    algorithm: Literal["grid", "random", "tpe", "nsga2", "cmaes", "qmc", "gp", "bohb"] = Field(
+    algorithm: Literal["grid", "random", "tpe", "nsga2", "cmaes", "qmc", "gp"] = Field(
         "grid",
         description="grid: every point of the space; the others are Optuna samplers (gp: Gaussian-"
-        "process BO; bohb: TPE with HyperBand per arm)",
+        "process BO)",
     )
     num_samples: int | None = Field(
         None, ge=1, description=f"points a sampler draws (default {DEFAULT_NUM_SAMPLES}); not for grid"
@@ -336,9 +333,6 @@ class StudySpec(_Section):
                 self.search.num_samples = budget.trials or BUDGET_MAX_SAMPLES
         if self.search.fidelity and self.search.confirm is None and not self.tuned_from:
             self.search.confirm = ConfirmConfig()  # low-fidelity tuning is confirmed at full fidelity
-        own = SEARCH_SCHEDULERS.get(self.search.algorithm)
-        if own is not None and "type" not in self.scheduler.model_fields_set:
-            self.scheduler.type = own
         if self.scheduler.max_t is None and self.scheduler.type in ("asha", "hyperband"):
             self.scheduler.max_t = max_epochs(self)
         return self

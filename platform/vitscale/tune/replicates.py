@@ -8,7 +8,7 @@ With a compute budget (`tune.budget`) it draws no new point once the trials have
 seeds of the point already drawn still run. A point with a replicate the scheduler stopped before
 its planned epochs (ASHA, HyperBand, median) is told PRUNED, with the per-epoch values its first
 replicate reported: its last value was read at a lower budget than a finished point's, and TPE
-(hence bohb) ranks pruned points below finished ones, by how far they got; GP, NSGA-II and CMA-ES
+ranks pruned points below finished ones, by how far they got; GP, NSGA-II and CMA-ES
 leave them out.
 
 Optuna's RDB is written at once, Tune's snapshot of this searcher every few seconds: a driver
@@ -69,6 +69,9 @@ class ReplicatedSearcher(Searcher):
         self._open: _Group | None = None
         self._groups: dict[str, _Group] = {}  # trial id -> its group
         self._finished_before_restore: set[int] = set()  # Optuna trial numbers (see the docstring)
+        # trial id -> its last reported result: a trial HyperBand stops while it is paused completes
+        # with no result of its own, and is still a point stopped early, not a failure
+        self._last: dict[str, dict] = {}
 
     def set_search_properties(self, metric, mode, config, **spec) -> bool:
         return self.inner.set_search_properties(metric, mode, config, **spec)
@@ -100,6 +103,7 @@ class ReplicatedSearcher(Searcher):
     def on_trial_result(self, trial_id: str, result: dict) -> None:
         if self.budget is not None:
             self.budget.observe(trial_id, result)
+        self._last[trial_id] = result
         group = self._groups.get(trial_id)
         if group is None or trial_id != group.inner_id or result.get(RESULT_FAILURE_REASON):
             return
@@ -112,6 +116,9 @@ class ReplicatedSearcher(Searcher):
         group = self._groups.get(trial_id)
         if group is None:
             return
+        if not result and not error:  # stopped by the scheduler while paused (HyperBand)
+            result = self._last.get(trial_id)
+        self._last.pop(trial_id, None)
         failed = error or not result or bool(result.get(RESULT_FAILURE_REASON))
         group.results[trial_id] = None if failed else result
         if group.seeds_left or len(group.results) < len(group.trial_ids):

@@ -24,15 +24,6 @@ def _tpe(seed: int | None, n_objectives: int, concurrent: bool = False) -> optun
     return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, constant_liar=concurrent)
 
 
-def _bohb(seed: int | None, n_objectives: int, concurrent: bool = False) -> optuna.samplers.BaseSampler:
-    # BOHB (Falkner et al. 2018) = a multivariate density model of good points (TPE) proposing the
-    # points that HyperBand's brackets run (the study's scheduler: hyperband per arm, see
-    # study.spec.SEARCH_SCHEDULERS). A point HyperBand stopped early reaches Optuna as PRUNED with
-    # its per-epoch values (tune.replicates), which TPE ranks below every finished point, those
-    # that went further first: the model learns from every budget, as BOHB's does.
-    return _tpe(seed, n_objectives, concurrent)
-
-
 def _nsga2(seed: int | None, n_objectives: int, concurrent: bool = False) -> optuna.samplers.BaseSampler:
     return optuna.samplers.NSGAIISampler(seed=seed)
 
@@ -65,7 +56,6 @@ SAMPLERS: dict[str, Callable[..., optuna.samplers.BaseSampler]] = {
     "tpe": _tpe,
     "nsga2": _nsga2,
     "cmaes": _cmaes,
-    "bohb": _bohb,
     "gp": _gp,
     "random": _random,
     "qmc": _qmc,

@@ -162,7 +162,9 @@ def build_tuner(
     )
     kind = TUNE_KINDS[spec.kind]
     planned = None if budget_of(spec) else count_trials(spec)  # a compute budget: known at its end
-    progress = progress or ProgressCallback(spec.name, planned, kind.best_of(spec), record=execution.directory)
+    progress = progress or ProgressCallback(
+        spec.name, planned, kind.best_of(spec), record=execution.directory
+    )
     snapshot_period.apply(count_trials(spec))  # Tune's experiment snapshot: rarer for larger studies
 
     return tune.Tuner(
