@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from vitscale.tracking import store
+from vitscale.tracking.model_registry import register_best
 
 
 def print_registrations(tracking_uri: str, study: str, experiment: str | None = None) -> None:
     """`--register`: each arm's best model in the Model Registry, one line each."""
-    from vitscale.tracking.model_registry import register_best  # reads predictions (pyarrow): only when asked
-
     registrations = register_best(store.client_for(tracking_uri), study, experiment)
     for line in registrations.lines():
         print(line)

@@ -117,6 +117,7 @@ LOGGED_MODEL_NAME = "model"
 # What the trial leaves for it beside its final checkpoint (train.served_model writes, the driver
 # reads; here so a trial worker names them without importing MLflow): the model behind evaluation's
 # preprocessing, and one test image as the input example.
+PREDICTIONS_ARTIFACT = "predictions"  # artifact folder of a trial's run: per-image predictions (parquet)
 SERVED_DIR = "served"
 SERVED_MODEL_FILE = "model.pt"
 INPUT_EXAMPLE_FILE = "input_example.npy"

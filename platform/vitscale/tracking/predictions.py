@@ -17,7 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-PREDICTIONS_ARTIFACT = "predictions"  # artifact folder of a trial's run
+from vitscale.tracking.layout import PREDICTIONS_ARTIFACT  # noqa: F401  (its users import it from here too)
+
 SPLITS = ("val", "test")
 SCHEMA = pa.schema(
     [

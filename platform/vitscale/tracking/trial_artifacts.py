@@ -33,8 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from vitscale.pareto import pareto_mask
-from vitscale.tracking.layout import INPUT_EXAMPLE_FILE, SERVED_DIR, SERVED_MODEL_FILE
-from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT
+from vitscale.tracking.layout import INPUT_EXAMPLE_FILE, PREDICTIONS_ARTIFACT, SERVED_DIR, SERVED_MODEL_FILE
 
 CHECKPOINT_ARTIFACT = "checkpoint"  # as `vitscale train` logs it and train.from_mlflow reads it
 LOGS_ARTIFACT = "logs"
