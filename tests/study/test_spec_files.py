@@ -44,7 +44,8 @@ EXPECTED_TRIALS = {
     "fashion_converged.yaml": 66,  # 6 arms x (8 TPE samples at low fidelity + 3 final seeds); confirm top_k 0
     "fashion_resolution.yaml": 24,  # 8 arms (tuned_from fashion-tuned: no tuning) x 3 final seeds
     "fashion_resolution_bench.yaml": 16,  # 2 mixers x 2 regimes x 4 resolutions
-    "fashion_scaling.yaml": 216,  # 72 arms (2 mixers x 2 regimes x 6 widths x 3 data levels) x 3 seeds
+    "fashion_scaling.yaml": 36,  # 36 arms (3 FLOP budgets x 6 widths x 2 mixers) x 1 final seed
+    "fashion_scaling_lr.yaml": 48,  # 12 arms (6 widths x 2 mixers) x (3 lr + 1 final seed)
     "paper_imagenet_vit_ti.yaml": 6,  # 2 mixers x 3 seeds, 8 GPUs per trial
     "paper_imagenet_vit_s.yaml": 6,
 }

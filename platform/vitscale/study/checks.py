@@ -55,6 +55,17 @@ def _scheduler_objectives(spec: StudySpec, removed: frozenset[str]) -> Iterable[
 
 def _scheduler_epochs(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
     sched = spec.scheduler
+    budgeted = spec.trial.train.train_flops is not None or "train.train_flops" in {
+        *(spec.arms or {}),
+        *spec.space,
+    }
+    if sched.type in ("asha", "hyperband") and budgeted:
+        yield Problem(
+            "scheduler.type",
+            f"{sched.type}'s rungs count epochs, and train.train_flops gives each trial its own number "
+            "of them; use fifo or median",
+        )
+        return
     if sched.type in ("asha", "hyperband") and sched.max_t is not None and sched.grace_period > sched.max_t:
         yield Problem("scheduler.grace_period", f"{sched.grace_period} exceeds max_t {sched.max_t}")
 

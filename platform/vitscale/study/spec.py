@@ -347,8 +347,9 @@ class StudySpec(_Section):
         return section if section is not None else self.trial.train
 
 
-def max_epochs(spec: StudySpec) -> int:
-    """The most epochs any trial can run: the base, or the top of a `train.epochs` parameter."""
+def max_epochs(spec: StudySpec) -> int | None:
+    """The most epochs any trial can run: the base, or the top of a `train.epochs` parameter
+    (None: a FLOP budget sets them per trial, `train.train_flops`)."""
     param = spec.space.get("train.epochs")
     if param is None:
         return spec.trial.resolved().train.epochs

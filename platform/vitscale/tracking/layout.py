@@ -142,9 +142,9 @@ STATUSES = ("FINISHED", "FAILED", "KILLED", "RUNNING")
 # them as metrics; `run_values` reads either.
 # world_size: the processes that trained it (resources.workers; 1 for a one-process trial).
 CONSTANT_METRICS = ("params", "flops_per_image", "world_size")
-# Reported to Tune but not logged as MLflow metrics: a metric's step is the epoch, and
-# did_not_train is the DID_NOT_TRAIN tag.
-UNLOGGED_METRICS = ("epoch", "did_not_train")
+# Reported to Tune but not logged as MLflow metrics: a metric's step is the epoch, did_not_train
+# is the DID_NOT_TRAIN tag, and the planned epochs (what train.train_flops buys) steer the status.
+UNLOGGED_METRICS = ("epoch", "did_not_train", RESULT_PLANNED_EPOCHS)
 # Logged with every epoch: the last step of its history is the last epoch MLflow holds.
 STEP_METRIC = "val_loss"
 # Test top-1 at each evaluated epoch (final-phase runs with `train.test_curve`): a learning curve's

@@ -129,6 +129,15 @@ class TrainConfig(BaseModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _budget_sets_the_epochs(self) -> TrainConfig:
+        if self.train_flops is not None and self.epochs is not None:
+            raise ValueError(
+                "train.train_flops sets how long the trial trains (train_flops / training FLOPs per "
+                "image = images seen); remove train.epochs, or remove train.train_flops"
+            )
+        return self
+
     @model_validator(mode="before")
     @classmethod
     def _amp_is_precision(cls, values: Any) -> Any:
@@ -142,7 +151,16 @@ class TrainConfig(BaseModel):
             raise ValueError(f"{AMP_MOVED}; give only precision")
         return {**values, "precision": AMP_AS_PRECISION[amp]}
 
-    epochs: int | None = Field(None, ge=1, description=_RECIPE_NOTE + "10")
+    epochs: int | None = Field(None, ge=1, description=_RECIPE_NOTE + "10; unset beside train_flops")
+    train_flops: float | None = Field(
+        None,
+        gt=0,
+        description="a training budget in FLOPs (forward + backward, as the metric train_flops counts "
+        "them) in place of epochs: the trial trains on train_flops / (training FLOPs per image) "
+        "images, passing over the training set as often as that takes (the last pass partial), the "
+        "lr schedule spanning exactly those steps. An isoFLOP study sets it per arm, so each model "
+        "size sees the images its budget buys (ODE: at the NFE of the untrained model)",
+    )
     batch_size: int | None = Field(None, ge=1, description=_RECIPE_NOTE + "128")
     eval_batch_size: int | None = Field(None, ge=1, description="default: 2 x batch_size")
     lr: float | None = Field(None, gt=0, description="peak learning rate of AdamW; " + _RECIPE_NOTE + "1e-3")
@@ -185,6 +203,10 @@ class TrainConfig(BaseModel):
         "model.patch_size; position embedding resampled): metrics val_top1_at<R>, test_top1_at<R>, "
         "predictions/test@<R>.parquet; only reported, nothing selects on them",
     )
+
+    def length(self) -> str:
+        """'8 epochs' or 'train_flops 1.2e+12' (a budget: its epochs are known once the model is built)."""
+        return f"{self.epochs} epochs" if self.train_flops is None else f"train_flops {self.train_flops:.3g}"
 
 
 class TrialConfig(BaseModel):
@@ -262,6 +284,8 @@ class TrialConfig(BaseModel):
         GENERIC_RECIPE. Done per trial (not in validation) so a study whose points change the
         data set gets each data set's own recipe. Idempotent."""
         recipe = {**GENERIC_RECIPE, **recommended_recipe(self.data.dataset)}
+        if self.train.train_flops is not None:  # the budget sets the epochs (train.budget)
+            recipe.pop("epochs")
         unset = {k: v for k, v in recipe.items() if getattr(self.train, k, None) is None}
         if not unset:
             return self

@@ -49,6 +49,14 @@ class CostMeter:
         outside, unit = self._splits[self.resolution]
         return float(self.regime.forward_flops(outside, unit, val_nfe_mean or self.measured_nfe))
 
+    def training_flops_per_image(self) -> float:
+        """Forward + backward FLOPs of one training image at data.resolution, at the NFE of the
+        counting forward (ODE: the untrained model's; `train.train_flops` turns a budget into
+        images with it)."""
+        outside, unit = self._splits[self.resolution]
+        nfe = self.measured_nfe
+        return float(self.regime.training_flops(outside, unit, nfe, nfe))
+
     def add_batch(
         self, hw: Sequence[int], images: int, forward_nfe: int | None, backward_nfe: int | None
     ) -> None:

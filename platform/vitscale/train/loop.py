@@ -11,6 +11,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +26,9 @@ from vitscale.models import build
 from vitscale.models.config import ModelConfig
 from vitscale.models.measure import count_params
 from vitscale.precision import autocast as precision_autocast
-from vitscale.tracking.layout import CURVE_TEST_TOP1
+from vitscale.tracking.layout import CURVE_TEST_TOP1, RESULT_PLANNED_EPOCHS
 from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT, write_predictions
+from vitscale.train.budget import budget_plan, epochs_plan
 from vitscale.train.checkpoint import (
     TrainState,
     capture_rng,
@@ -130,16 +132,21 @@ def fit(
             "workers; raise it or lower resources.workers"
         )
     steps_per_epoch = vdata.num_train_batches(bundle, batch_size)
+    plan = (  # train.epochs, or the steps train.train_flops buys
+        epochs_plan(train_cfg.epochs, steps_per_epoch)
+        if train_cfg.train_flops is None
+        else budget_plan(train_cfg.train_flops, cost.training_flops_per_image(), batch_size, steps_per_epoch)
+    )
     optimizer = make_optimizer(model, train_cfg)
     scheduler = warmup_cosine(
         optimizer,
-        total_steps=steps_per_epoch * train_cfg.epochs,
+        total_steps=plan.total_steps,
         warmup_steps=round(steps_per_epoch * train_cfg.warmup_epochs),
         min_lr_ratio=train_cfg.min_lr_ratio,
     )
     generator = vdata.make_generator(bundle, train_cfg.seed)
     distiller = make_distiller(
-        train_cfg.distill, model_config, config.data.resolution, device, steps_per_epoch * train_cfg.epochs
+        train_cfg.distill, model_config, config.data.resolution, device, plan.total_steps
     )
     if distiller is not None and distributed.active:  # it runs the bare model, past DDP's gradient sync
         raise UserError("train.distill: distillation trains in one process; set resources.workers: 1")
@@ -164,12 +171,12 @@ def fit(
     autocast = precision_autocast(train_cfg.precision, device)
     progress = EpochProgress(
         enabled=show_progress,
-        epochs=train_cfg.epochs,
+        epochs=plan.epochs,
         steps=steps_per_epoch,
         header=f"train on {device}: {openmp.describe(threads)}",  # how its threads wait: vitscale.openmp
     )
     checkpoint = find_checkpoint(checkpoint_dir)
-    if history and len(history) >= train_cfg.epochs and report is not None:
+    if history and len(history) >= plan.epochs and report is not None:
         # Resumed at the very end (e.g. a study restarted after this trial's last checkpoint):
         # report the final epoch again, with the checkpoint it was loaded from.
         report(history[-1], start.parent if distributed.is_main else None)
@@ -185,10 +192,8 @@ def fit(
         steps = 0
         progress.begin(epoch)
         try:
-            for step, (images, labels) in enumerate(
-                vdata.train_batches(bundle, config.data, batch_size, generator, distributed.batch_rows),
-                start=1,
-            ):
+            batches = vdata.train_batches(bundle, config.data, batch_size, generator, distributed.batch_rows)
+            for step, (images, labels) in enumerate(islice(batches, plan.steps_in(epoch)), start=1):
                 with autocast:
                     if distiller is None:
                         logits, extra = runner(images), None
@@ -236,13 +241,13 @@ def fit(
         return stats
 
     with progress:
-        for epoch in range(len(history) + 1, train_cfg.epochs + 1):
+        for epoch in range(len(history) + 1, plan.epochs + 1):
             t0 = time.perf_counter()
             if device.type == "cuda":  # peak_memory_mb: this epoch's peak (CPU: the process's, ever)
                 torch.cuda.reset_peak_memory_stats(device)
             train_stats = train_epoch(epoch)
             train_seconds = time.perf_counter() - t0
-            last = epoch == train_cfg.epochs
+            last = epoch == plan.epochs
             if last:  # finished: per-image predictions of val and test, for paired comparisons
                 val_stats, predictions["val"] = split_predictions(
                     runner, bundle, config, autocast, "val", distributed
@@ -255,7 +260,8 @@ def fit(
                 **val_stats,
                 "lr": optimizer.param_groups[0]["lr"],
                 "epoch_seconds": time.perf_counter() - t0,
-                "train_images_per_second": steps_per_epoch * batch_size / max(train_seconds, 1e-9),
+                "train_images_per_second": plan.steps_in(epoch) * batch_size / max(train_seconds, 1e-9),
+                RESULT_PLANNED_EPOCHS: float(plan.epochs),
                 **cost.totals(),
                 "params": float(params),
                 "flops_per_image": cost.flops(val_stats.get("val_nfe_mean")),

@@ -74,12 +74,13 @@ def distributed_train_trial(config: dict[str, Any], spec) -> None:
     resources = spec.resources
     extra = {
         RESULT_NODE_ID: ray.get_runtime_context().get_node_id(),
-        RESULT_PLANNED_EPOCHS: trial.train.epochs,
+        # a budget's epochs come with each epoch's metrics (train.budget)
+        **({RESULT_PLANNED_EPOCHS: trial.train.epochs} if trial.train.train_flops is None else {}),
         RESULT_FAILURE_REASON: "",
     }
     threads = openmp.describe(trial.train.threads)
     trial_log(
-        f"trial {config['point']} seed {config['seed']}: {trial.train.epochs} epochs, "
+        f"trial {config['point']} seed {config['seed']}: {trial.train.length()}, "
         f"{resources.workers} workers ({'NCCL' if resources.gpu else 'gloo'}), each {threads}"
     )
     restored = tune.get_checkpoint()
@@ -112,7 +113,7 @@ def distributed_train_trial(config: dict[str, Any], spec) -> None:
                 trial_log(f"WARNING: checkpoint {discarded} is damaged; restarted this trial from epoch 0")
                 extra[RESULT_DISCARDED_CHECKPOINT] = discarded
             trial_log(
-                epoch_line(metrics, trial.train.epochs)
+                epoch_line(metrics, int(metrics[RESULT_PLANNED_EPOCHS]))
             )  # before the report: synced with its checkpoint
             checkpoint = tune.Checkpoint.from_directory(checkpoint_path) if checkpoint_path else None
             tune.report({**metrics, **extra}, checkpoint=checkpoint)  # copies it into the trial's storage

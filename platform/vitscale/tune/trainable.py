@@ -65,19 +65,22 @@ def train_trial(config: dict[str, Any], spec) -> None:
     trial = run_trial(spec, config["point"], config["seed"])  # as MLflow logs it (tune.tuner.describe_trial)
     extra = {
         RESULT_NODE_ID: ray.get_runtime_context().get_node_id(),
-        RESULT_PLANNED_EPOCHS: trial.train.epochs,
+        # a budget's epochs come with each epoch's metrics (train.budget)
+        **({RESULT_PLANNED_EPOCHS: trial.train.epochs} if trial.train.train_flops is None else {}),
         RESULT_FAILURE_REASON: "",
     }
     workdir = Path(tempfile.mkdtemp(prefix="vitscale-trial-"))
     last: dict[str, float] = {}
 
     threads = openmp.describe(trial.train.threads)  # as fit runs them, and how they wait (vitscale.openmp)
-    trial_log(f"trial {config['point']} seed {config['seed']}: {trial.train.epochs} epochs, {threads}")
+    trial_log(f"trial {config['point']} seed {config['seed']}: {trial.train.length()}, {threads}")
 
     def report(metrics: dict[str, float], checkpoint_dir: Path | None) -> None:
         last.clear()
         last.update(metrics)
-        trial_log(epoch_line(metrics, trial.train.epochs))  # before the report: synced with its checkpoint
+        trial_log(
+            epoch_line(metrics, int(metrics[RESULT_PLANNED_EPOCHS]))
+        )  # before the report: synced with its checkpoint
         checkpoint = tune.Checkpoint.from_directory(str(checkpoint_dir)) if checkpoint_dir else None
         tune.report({**metrics, **extra}, checkpoint=checkpoint)
 
