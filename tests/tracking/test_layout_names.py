@@ -33,3 +33,11 @@ def test_constants_move_to_params_and_read_back_as_values():
     assert new == {"val_top1": 0.5, "params": 3298.0}
     assert layout.run_values({"params": 10.0}, {"params": "3298"}) == {"params": 10.0}
     assert layout.run_values({}, {"params": "n/a"}) == {}
+
+
+def test_an_arm_reads_for_people_with_its_numbers_short():
+    """The ARM tag keeps the value as written (resume matches on it); its display shortens a float."""
+    tag = layout.arm_key({"train.train_flops": 1.28e13, "model.width": 16, "model.mixer": "ssog"})
+    assert tag == "train.train_flops=12800000000000.0,model.width=16,model.mixer=ssog"
+    assert layout.arm_display(tag) == "1.28e+13 · 16 · ssog"
+    assert layout.arm_display("train.lr=0.002,data.train_resolutions=28+44", "/") == "0.002/28+44"

@@ -233,7 +233,16 @@ def parse_arm(tag: str) -> dict[str, str]:
 def arm_display(tag: str, sep: str = " · ") -> str:
     """An ARM tag for people: 'model.mixer=ssog,model.regime=ode' -> 'ssog · ode' (CSVs keep the tag)."""
     values = parse_arm(tag)
-    return sep.join(values.values()) if values else tag
+    return sep.join(map(_display_value, values.values())) if values else tag
+
+
+def _display_value(value: str) -> str:
+    """'12800000000000.0' -> '1.28e+13' (a FLOP budget), '0.002' and '64' as they are."""
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    return f"{number:g}" if "." in value or "e" in value.lower() else value
 
 
 def run_name(
