@@ -128,7 +128,13 @@ def test_tpe_study_replicates_seeds_and_keeps_the_optuna_history(tmp_path):
     [db] = list((tmp_path / "results" / "tpe-tiny").glob("*/optuna.db"))
     with sqlite3.connect(db) as con:
         states = [row[0] for row in con.execute("select state from trials")]
-    assert len(states) == 3 and all(s == "COMPLETE" for s in states)
+    # a point with a replicate ASHA stopped early is told PRUNED (its value was read at a lower
+    # budget), the others COMPLETE
+    stopped = {
+        r.data.tags["vitscale.config_key"] for r in runs if r.data.tags["vitscale.stopped_early"] == "true"
+    }
+    assert len(states) == 3 and set(states) <= {"COMPLETE", "PRUNED"}
+    assert states.count("PRUNED") == len(stopped), (states, stopped)
 
 
 def test_preflight_refuses_a_gpu_trial_on_a_cpu_cluster(tmp_path):
