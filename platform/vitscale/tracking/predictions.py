@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vitscale.tracking.layout import PREDICTIONS_ARTIFACT  # noqa: F401  (its users import it from here too)
+from vitscale.tracking.layout import PREDICTIONS_ARTIFACT
 
 SPLITS = ("val", "test")
 SCHEMA = pa.schema(
