@@ -12,6 +12,8 @@ the plain scheduler. Every kind stops on the first objective (single objective, 
   small study (synchronous: a trial pauses at a rung until its bracket's trials reached it, then
   the best 1/reduction_factor go on from their checkpoints); which trial runs next is asked of
   each arm's scheduler in turn, and each settles the paused trials Ray would leave PAUSED forever.
+- `bohb` (`search.algorithm: bohb`, whatever scheduler.type says: it must say hyperband):
+  `tune.bohb.HyperbandPruning`, Optuna's HyperbandPruner (asynchronous; nothing pauses).
 - `median`: `MedianStoppingRule` (stop a trial whose best result is below the median of the
   running averages of the arm's other trials at the same epoch, once `min_samples_required`
   trials of the arm reached it, after `grace_period` epochs); with fewer, Tune may pause a trial to let pending ones run (it
@@ -26,9 +28,17 @@ from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, MedianStoppingRule
 
 from vitscale.study import flatten, resolve_trial
 from vitscale.tracking import layout
+from vitscale.tune.bohb import HyperbandPruning
 from vitscale.tune.hyperband import HyperBand
 
-KINDS = {"asha": ASHAScheduler, "hyperband": HyperBand, "median": MedianStoppingRule}
+# scheduler.type -> scheduler of one arm; a search algorithm listed here stops its own points
+# (study.spec.SEARCH_SCHEDULERS: the scheduler section it reads) and overrides scheduler.type
+KINDS = {
+    "asha": ASHAScheduler,
+    "hyperband": HyperBand,
+    "median": MedianStoppingRule,
+    "bohb": HyperbandPruning,
+}
 
 
 def arm_of_config(config: dict[str, Any], spec) -> str:
@@ -39,9 +49,9 @@ def arm_of_config(config: dict[str, Any], spec) -> str:
 def scheduler_for(spec, metric: str, mode: str, epochs: int):
     """The spec's scheduler, one instance per arm; FIFO when none is asked for."""
     sched = spec.scheduler
-    kind = sched.type
+    kind = spec.search.algorithm if spec.search.algorithm in KINDS else sched.type
     common = {"time_attr": "epoch", "metric": metric, "mode": mode}
-    if kind == "asha":
+    if kind in ("asha", "bohb"):
         options = {
             "max_t": sched.max_t or epochs,
             "grace_period": sched.grace_period,
