@@ -25,7 +25,9 @@ from study_helpers import (
     write_study,
 )
 
-EPOCHS = 12  # long enough that trials are still to run when the signal comes
+# Trials still to run when the signal comes, and a window of 5 epochs (polled every 0.05 s) to
+# catch the second trial with a checkpoint and unfinished.
+EPOCHS = 6
 WORKER_NOISE = ("Traceback", "SystemExit", "Restored on", "(pid=", "(train_trial", "(raylet")
 READY = re.compile(r"in-process Ray ready in (\d+) s; its logs: (\S+)")
 
