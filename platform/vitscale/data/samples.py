@@ -62,7 +62,11 @@ class ShardSamples:
 
     def take(self, rows: np.ndarray) -> ShardSamples:
         return dataclasses.replace(
-            self, shard=self.shard[rows], offset=self.offset[rows], size=self.size[rows], labels=self.labels[rows]
+            self,
+            shard=self.shard[rows],
+            offset=self.offset[rows],
+            size=self.size[rows],
+            labels=self.labels[rows],
         )
 
 

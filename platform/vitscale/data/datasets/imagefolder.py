@@ -64,7 +64,9 @@ def class_folders(root: str | None) -> Iterator[tuple[Path, list[str]]]:
             "add images or remove the folder (or rename it to start with '.')"
         )
     if count < 2:
-        raise DataError(f"imagefolder: {path} holds {count} class folder(s) with images; expected >= 2 {_LAYOUT}")
+        raise DataError(
+            f"imagefolder: {path} holds {count} class folder(s) with images; expected >= 2 {_LAYOUT}"
+        )
 
 
 def _is_image(name: str) -> bool:
