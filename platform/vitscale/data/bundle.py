@@ -67,6 +67,7 @@ class DataBundle:
         """Plain values for logging and the CLI."""
         return {
             "dataset": self.source,
+            "loader": "memory",
             "num_train": int(self.train_images.shape[0]),
             "num_val": int(self.val_images.shape[0]),
             "num_test": int(self.test_images.shape[0]),
