@@ -109,6 +109,9 @@ def read_ahead(
         collate_fn=stack,
         pin_memory=pin,
         prefetch_factor=PREFETCH if workers else None,
+        # Its own generator: the workers' base seed (unused: decoding draws nothing) would otherwise
+        # be drawn from the global RNG, moving model initialisation and dropout off the seed's.
+        generator=torch.Generator(),
     )
     for batch in loader:
         if isinstance(batch, ReadFailure):
