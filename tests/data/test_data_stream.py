@@ -210,3 +210,21 @@ def test_cli_measures_a_streamed_epoch_and_its_host_memory(generated, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["loader"] == "stream" and out["num_workers"] == 1
     assert out["throughput"]["images"] == 64 and out["throughput"]["peak_host_pss_mb"] > 0
+
+
+def test_a_study_names_data_loader_and_its_schema_documents_it(tmp_path, capsys):
+    from vitscale.study import study_schema
+
+    study = tmp_path / "streamed.yaml"
+    study.write_text(
+        "name: streamed\ntrial:\n  data: {dataset: digits, loader: stream, num_workers: 2}\n"
+        "search: {algorithm: grid, seeds: [0]}\nobjectives: [{metric: val_top1, mode: max}]\n"
+    )
+    with pytest.raises(SystemExit) as info:
+        main(["study", "validate", str(study)])
+    err = capsys.readouterr().err
+    assert (
+        info.value.code == 2 and "data.loader: data set 'digits' cannot be read with loader 'stream'" in err
+    )
+    data = study_schema()["$defs"]["DataConfig"]["properties"]
+    assert "stream" in data["loader"]["description"] and data["num_workers"]["minimum"] == 0

@@ -2,14 +2,19 @@
 block runs, sampled from /proc (Linux), for `vitscale data info --throughput`.
 
 PSS (proportional set size) is summed, not RSS: forked workers share the parent's pages (torch's
-libraries, the index) copy-on-write, and RSS would count each shared page once per process. The
-peak RSS of the main process alone is given beside it. Sampled every INTERVAL seconds, so a spike
-shorter than that can be missed; the figures are a floor of the true peak, within that.
+libraries, the index) copy-on-write, and RSS would count each shared page once per process. Two
+sums: all of it, and its anonymous and shared-memory part (heap, tensors, the batches workers hand
+over in /dev/shm) without the mapped files (libraries, code): that part is what a data set can
+grow, and unlike the whole it does not move when other processes (a study's trials) map the same
+libraries and take their share of those pages. Both are sampled every INTERVAL seconds, so a spike
+shorter than that can be missed. Beside them, exact high-water marks the kernel keeps: the peak RSS
+of this process and of its largest finished child (a DataLoader worker, once its loader is done).
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import threading
 from pathlib import Path
 
@@ -46,25 +51,29 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def tree_pss_kb(pid: int) -> int:
-    """PSS of `pid` and every process below it, in KiB."""
-    return sum(_field_kb(PROC / str(p) / "smaps_rollup", "Pss:") for p in [pid, *_descendants(pid)])
+def tree_pss_kb(pid: int, fields: tuple[str, ...] = ("Pss:",)) -> int:
+    """The `fields` of PSS (all of it; or e.g. "Pss_Anon:", "Pss_Shmem:") of `pid` and every
+    process below it, in KiB."""
+    rollups = [PROC / str(p) / "smaps_rollup" for p in [pid, *_descendants(pid)]]
+    return sum(_field_kb(rollup, field) for rollup in rollups for field in fields)
 
 
 class HostMemory:
     """`with HostMemory() as memory: ...`, then `memory.figures()`: peak MB (PSS of the process
-    tree; RSS of this process) while the block ran, or {} where /proc cannot be read."""
+    tree, all and anonymous + shared memory, while the block ran; the RSS high-water marks of
+    this process and its largest finished child, over the process's life), or {} where /proc
+    cannot be read."""
 
     def __init__(self) -> None:
         self.pid = os.getpid()
-        self.peak_tree_kb = self.peak_main_kb = 0
+        self.peak_tree_kb = self.peak_anon_kb = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self) -> None:
         while True:
             self.peak_tree_kb = max(self.peak_tree_kb, tree_pss_kb(self.pid))
-            self.peak_main_kb = max(self.peak_main_kb, _field_kb(PROC / str(self.pid) / "status", "VmRSS:"))
+            self.peak_anon_kb = max(self.peak_anon_kb, tree_pss_kb(self.pid, ("Pss_Anon:", "Pss_Shmem:")))
             if self._stop.wait(INTERVAL):
                 return
 
@@ -79,4 +88,9 @@ class HostMemory:
     def figures(self) -> dict[str, float]:
         if not self.peak_tree_kb:
             return {}
-        return {"peak_host_pss_mb": self.peak_tree_kb / 1024, "peak_main_rss_mb": self.peak_main_kb / 1024}
+        return {
+            "peak_host_pss_mb": self.peak_tree_kb / 1024,
+            "peak_host_anon_mb": self.peak_anon_kb / 1024,
+            "max_rss_main_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # KiB on Linux
+            "max_rss_worker_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        }
