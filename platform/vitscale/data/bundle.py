@@ -82,19 +82,34 @@ class DataBundle:
         }
 
 
+class ChannelSums:
+    """Per-channel sums of a set's pixels on the [0, 1] scale, added chunk by chunk (float64), so
+    neither a full float copy of a set nor the whole set need be held: `channel_stats` adds a
+    resident set's chunks, a streamed set adds the chunks its workers decode (`stream_bundle`)."""
+
+    def __init__(self, channels: int) -> None:
+        self.total = torch.zeros(channels, dtype=torch.float64)
+        self.squares = torch.zeros(channels, dtype=torch.float64)
+        self.count = 0
+
+    def add(self, images: torch.Tensor) -> None:
+        x = images.to(torch.float64).div_(255.0)
+        self.total += x.sum(dim=(0, 2, 3)).cpu()
+        self.squares += x.square().sum(dim=(0, 2, 3)).cpu()
+        self.count += images.shape[0] * images.shape[2] * images.shape[3]
+
+    def mean_std(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        mean = self.total / max(self.count, 1)
+        std = (self.squares / max(self.count, 1) - mean.square()).clamp_min(0).sqrt().clamp_min(1e-3)
+        return tuple(mean.tolist()), tuple(std.tolist())
+
+
 def channel_stats(images: torch.Tensor, chunk: int = 4096) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """Per-channel mean and std on the [0, 1] scale, in chunks so no full float copy is made."""
-    c = images.shape[1]
-    total = torch.zeros(c, dtype=torch.float64)
-    squares = torch.zeros(c, dtype=torch.float64)
+    sums = ChannelSums(images.shape[1])
     for start in range(0, images.shape[0], chunk):
-        x = images[start : start + chunk].to(torch.float64).div_(255.0)
-        total += x.sum(dim=(0, 2, 3)).cpu()
-        squares += x.square().sum(dim=(0, 2, 3)).cpu()
-    count = images.shape[0] * images.shape[2] * images.shape[3]
-    mean = total / max(count, 1)
-    std = (squares / max(count, 1) - mean.square()).clamp_min(0).sqrt().clamp_min(1e-3)
-    return tuple(mean.tolist()), tuple(std.tolist())
+        sums.add(images[start : start + chunk])
+    return sums.mean_std()
 
 
 def _cap(images: torch.Tensor, labels: torch.Tensor, n: int | None, seed: int):

@@ -9,12 +9,12 @@ draw come from the trial's generator in the trainer's process, so a seed gives t
 in-memory loader gives, and a data-parallel worker reads only its own rows of each global batch.
 
 Host memory: the index (tens of bytes an image), `num_workers x PREFETCH` decoded batches in
-flight, and, once at load, a sample of at most STATS_BYTES of decoded images for the per-channel
-statistics. Nothing of it grows with the set but the index.
+flight, and, once at load, the per-channel sums of the statistics' sample, one chunk of at most
+STATS_CHUNK_BYTES of decoded images at a time. Nothing of it grows with the set but the index.
 
 What it estimates instead of reading the whole set: the per-channel mean and std of the training
-split (the in-memory path's exact figures) come from a seeded sample of STATS_IMAGES images, all of
-them where the split is that small (the in-memory path's figures then); whether the set is grey
+split come from a seeded sample of STATS_IMAGES images, all of them where the split is that small
+(the in-memory path's figures then, to the bit where they fit one chunk); whether the set is grey
 (one channel) or colour is read from the modes of that sample's file headers.
 """
 
@@ -30,7 +30,7 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 
-from vitscale.data.bundle import channel_stats, refuse_empty_splits
+from vitscale.data.bundle import ChannelSums, refuse_empty_splits
 from vitscale.data.config import DataConfig
 from vitscale.data.decode import GREY_MODES, decode_sample, one_line
 from vitscale.data.registry import DATASETS
@@ -40,8 +40,9 @@ from vitscale.errors import DataError
 
 PREFETCH = 2  # batches each DataLoader worker decodes ahead
 STATS_IMAGES = 2048  # training images the per-channel statistics are estimated from
-STATS_BYTES = 128 * 2**20  # and at most this much of them, decoded, at once
-STATS_BATCH = 256
+STATS_CHUNK = 4096  # images summed at once, as `channel_stats` sums a resident set,
+STATS_CHUNK_BYTES = 4 * 2**20  # unless they take more than this decoded (x 16 as float64 sums)
+HEADER_BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -193,27 +194,27 @@ def _cap(samples: Samples, n: int | None, seed: int) -> Samples:
     return samples.take(balanced_subset(torch.from_numpy(samples.labels), n, seed).numpy())
 
 
-def stats_rows(n: int, size: int, channels: int, seed: int) -> list[int]:
-    """The training rows the statistics are read from: all where they fit STATS_IMAGES and
-    STATS_BYTES, else a seeded sample that does, in row order."""
-    fits = min(STATS_IMAGES, max(1, STATS_BYTES // (size * size * channels)))
-    if n <= fits:
+def stats_rows(n: int, seed: int) -> list[int]:
+    """The training rows the statistics are read from: all where there are at most STATS_IMAGES,
+    else a seeded sample of that many, in row order."""
+    if n <= STATS_IMAGES:
         return list(range(n))
-    return torch.randperm(n, generator=torch.Generator().manual_seed(seed))[:fits].sort().values.tolist()
+    return (
+        torch.randperm(n, generator=torch.Generator().manual_seed(seed))[:STATS_IMAGES].sort().values.tolist()
+    )
 
 
-def _chunks(rows: list[int]) -> list[list[int]]:
-    return [rows[i : i + STATS_BATCH] for i in range(0, len(rows), STATS_BATCH)]
+def _chunks(rows: list[int], chunk: int) -> list[list[int]]:
+    return [rows[i : i + chunk] for i in range(0, len(rows), chunk)]
 
 
-def all_grey(splits: Iterable[Samples], size: int, seed: int, workers: int, what: str) -> bool:
+def all_grey(splits: Iterable[Samples], seed: int, workers: int, what: str) -> bool:
     """Whether every image of `stats_rows` of each split is greyscale (the in-memory path's rule
     for one channel, on the sample; on every image where the splits are that small)."""
     for samples in splits:
-        rows = stats_rows(len(samples), size, 3, seed)
+        chunks = _chunks(stats_rows(len(samples), seed), HEADER_BATCH)
         if not all(
-            bool(flags.all())
-            for flags in read_ahead(HeaderModes(samples, what), _chunks(rows), workers, False)
+            bool(flags.all()) for flags in read_ahead(HeaderModes(samples, what), chunks, workers, False)
         ):
             return False
     return True
@@ -222,10 +223,16 @@ def all_grey(splits: Iterable[Samples], size: int, seed: int, workers: int, what
 def sampled_stats(
     samples: Samples, size: int, grey: bool, seed: int, workers: int, what: str
 ) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """(mean, std) per channel of the training split, from its `stats_rows`."""
-    rows = stats_rows(len(samples), size, 1 if grey else 3, seed)
+    """(mean, std) per channel of the training split's `stats_rows`, summed chunk by chunk as
+    `channel_stats` sums a resident split (the same figures where the sample is the split and
+    fits one chunk)."""
+    channels = 1 if grey else 3
+    chunk = max(1, min(STATS_CHUNK, STATS_CHUNK_BYTES // (channels * size * size)))
     images = DecodedImages(samples, size, "L" if grey else "RGB", what)
-    return channel_stats(torch.cat(list(read_ahead(images, _chunks(rows), workers, False))))
+    sums = ChannelSums(channels)
+    for batch in read_ahead(images, _chunks(stats_rows(len(samples), seed), chunk), workers, False):
+        sums.add(batch)
+    return sums.mean_std()
 
 
 def stream_reader(dataset: str) -> Callable[[DataConfig], StreamSource]:
@@ -245,7 +252,7 @@ def load_stream(config: DataConfig, device: torch.device | str = "cpu") -> Strea
     train, val = src.train.take(train_idx.numpy()), src.train.take(val_idx.numpy())
     refuse_empty_splits(config, len(train), len(val), len(src.test))
     what, workers = config.dataset, config.num_workers
-    grey = all_grey((src.train, src.test), size, config.split_seed, workers, what)
+    grey = all_grey((src.train, src.test), config.split_seed, workers, what)
     mean, std = sampled_stats(train, size, grey, config.split_seed, workers, what)
     train = _cap(train, config.num_train, config.split_seed)
     val = _cap(val, config.num_val, config.split_seed + 1)
