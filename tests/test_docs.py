@@ -66,6 +66,7 @@ EXPENSIVE = {
     "bench",
     "analyze",
     "data info",
+    "data generate",
     "ui",
     "dashboard",
     "demo",

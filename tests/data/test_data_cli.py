@@ -55,3 +55,13 @@ def test_info_reports_three_splits_of_an_official_archive(tmp_path, capsys, cifa
     assert out["num_train"] + out["num_val"] == official_train
     assert out["num_test"] == rows("test_batch" if kind == "cifar10" else "test")
     assert 0 < out["num_val"] < official_train // 2
+
+
+def test_throughput_measures_twice_in_one_process(capsys):
+    """The lazy `vitscale.data.throughput` stays the function after its module of the same name
+    is imported (it once became the module: 'module' object is not callable)."""
+    argv = ["data", "info", "--dataset", "synthetic", "--num-train", "32", "--num-val", "8", "--resolution", "8",
+            "--throughput", "--seconds", "0.01", "--batch-size", "16", "--json"]  # fmt: skip
+    for _ in range(2):
+        main(argv)
+        assert json.loads(capsys.readouterr().out)["throughput"]["images_per_second"] > 0

@@ -40,7 +40,8 @@ def train(
     model_overrides: dict,
     dataset: Annotated[str, typer.Option(help=" | ".join(DATASET_NAMES))] = "digits",
     root: Annotated[
-        str | None, typer.Option(help="local path of the data (cifar*, imagefolder, fashion_mnist, mnist)")
+        str | None,
+        typer.Option(help="local path of the data (cifar*, imagefolder, shards, fashion_mnist, mnist)"),
     ] = None,
     resolution: Annotated[
         int | None,

@@ -1,4 +1,5 @@
-"""`DataBundle` and `load`: one trial's data as uint8 tensors on its device.
+"""`DataBundle` and `load`: one trial's data as uint8 tensors on its device (`data.loader: memory`;
+`load` hands a streamed set to `stream_bundle`).
 
 Three splits, everywhere: `train` (what the optimiser sees), `val` (a seeded, stratified
 hold-out of the training split: everything that selects — early stopping, samplers, "best" —
@@ -11,12 +12,13 @@ The images stay raw (uint8, source resolution) so a CIFAR-sized set fits on any 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import torch
 
 from vitscale.data.config import DataConfig
-from vitscale.data.registry import DATASETS
+from vitscale.data.registry import DATASETS, LOADERS
 from vitscale.data.source import Source
 from vitscale.data.splits import balanced_subset, stratified_split
 from vitscale.errors import DataError
@@ -44,6 +46,19 @@ class DataBundle:
         return self.train_images.device
 
     @property
+    def index_device(self) -> torch.device:
+        """Where `batches` wants its index tensors: the images' device (a gather there)."""
+        return self.device
+
+    def batches(
+        self, split: str, parts: Iterable[torch.Tensor | slice]
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """(uint8 images, labels) of `split` for each part (row indices or a slice), on the device."""
+        images, labels = getattr(self, f"{split}_images"), getattr(self, f"{split}_labels")
+        for part in parts:
+            yield images[part], labels[part]
+
+    @property
     def source_size(self) -> tuple[int, int]:
         """(H, W) of the stored images, before the per-batch resize."""
         return int(self.train_images.shape[2]), int(self.train_images.shape[3])
@@ -52,6 +67,7 @@ class DataBundle:
         """Plain values for logging and the CLI."""
         return {
             "dataset": self.source,
+            "loader": "memory",
             "num_train": int(self.train_images.shape[0]),
             "num_val": int(self.val_images.shape[0]),
             "num_test": int(self.test_images.shape[0]),
@@ -66,19 +82,34 @@ class DataBundle:
         }
 
 
+class ChannelSums:
+    """Per-channel sums of a set's pixels on the [0, 1] scale, added chunk by chunk (float64), so
+    neither a full float copy of a set nor the whole set need be held: `channel_stats` adds a
+    resident set's chunks, a streamed set adds the chunks its workers decode (`stream_bundle`)."""
+
+    def __init__(self, channels: int) -> None:
+        self.total = torch.zeros(channels, dtype=torch.float64)
+        self.squares = torch.zeros(channels, dtype=torch.float64)
+        self.count = 0
+
+    def add(self, images: torch.Tensor) -> None:
+        x = images.to(torch.float64).div_(255.0)
+        self.total += x.sum(dim=(0, 2, 3)).cpu()
+        self.squares += x.square().sum(dim=(0, 2, 3)).cpu()
+        self.count += images.shape[0] * images.shape[2] * images.shape[3]
+
+    def mean_std(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        mean = self.total / max(self.count, 1)
+        std = (self.squares / max(self.count, 1) - mean.square()).clamp_min(0).sqrt().clamp_min(1e-3)
+        return tuple(mean.tolist()), tuple(std.tolist())
+
+
 def channel_stats(images: torch.Tensor, chunk: int = 4096) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """Per-channel mean and std on the [0, 1] scale, in chunks so no full float copy is made."""
-    c = images.shape[1]
-    total = torch.zeros(c, dtype=torch.float64)
-    squares = torch.zeros(c, dtype=torch.float64)
+    sums = ChannelSums(images.shape[1])
     for start in range(0, images.shape[0], chunk):
-        x = images[start : start + chunk].to(torch.float64).div_(255.0)
-        total += x.sum(dim=(0, 2, 3)).cpu()
-        squares += x.square().sum(dim=(0, 2, 3)).cpu()
-    count = images.shape[0] * images.shape[2] * images.shape[3]
-    mean = total / max(count, 1)
-    std = (squares / max(count, 1) - mean.square()).clamp_min(0).sqrt().clamp_min(1e-3)
-    return tuple(mean.tolist()), tuple(std.tolist())
+        sums.add(images[start : start + chunk])
+    return sums.mean_std()
 
 
 def _cap(images: torch.Tensor, labels: torch.Tensor, n: int | None, seed: int):
@@ -88,7 +119,7 @@ def _cap(images: torch.Tensor, labels: torch.Tensor, n: int | None, seed: int):
     return images[idx], labels[idx]
 
 
-def _refuse_empty_splits(config: DataConfig, n_train: int, n_val: int, n_test: int) -> None:
+def refuse_empty_splits(config: DataConfig, n_train: int, n_val: int, n_test: int) -> None:
     """An empty split would be scored as 0 % (or divide by zero) instead of saying why: refuse it."""
     empty = [name for name, n in (("train", n_train), ("val", n_val), ("test", n_test)) if n == 0]
     if not empty:
@@ -120,12 +151,18 @@ _cache = None
 
 
 def set_cache(cache) -> None:
-    """Route `load` through `cache.get(config, device, read)` (None: read every time)."""
+    """Route `load_resident` through `cache.get(config, device, read)` (None: read every time)."""
     global _cache
     _cache = cache
 
 
-def load(config: DataConfig, device: torch.device | str = "cpu") -> DataBundle:
+def load(config: DataConfig, device: torch.device | str = "cpu"):
+    """The trial's data as `data.loader` holds it: `load_resident` (memory) or, streamed from
+    disk, `stream_bundle.load_stream`; `vitscale.data.batches` reads either the same way."""
+    return LOADERS[config.loader](config, device)
+
+
+def load_resident(config: DataConfig, device: torch.device | str = "cpu") -> DataBundle:
     """Read `config.dataset`, hold out validation, apply the num_train/num_val/num_test caps
     (class-balanced, by split_seed), move to `device`. Through the worker's cache when one is set:
     the tensors are then shared between trials and must not be modified in place."""
@@ -135,10 +172,10 @@ def load(config: DataConfig, device: torch.device | str = "cpu") -> DataBundle:
 
 
 def read(config: DataConfig, device: torch.device | str = "cpu") -> DataBundle:
-    """`load` without the cache."""
+    """`load_resident` without the cache."""
     src: Source = DATASETS[config.dataset](config)
     train_x, train_y, val_x, val_y = split_validation(src, config)
-    _refuse_empty_splits(config, len(train_y), len(val_y), len(src.test_labels))
+    refuse_empty_splits(config, len(train_y), len(val_y), len(src.test_labels))
     mean, std = channel_stats(train_x)
     train_x, train_y = _cap(train_x, train_y, config.num_train, config.split_seed)
     val_x, val_y = _cap(val_x, val_y, config.num_val, config.split_seed + 1)

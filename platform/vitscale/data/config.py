@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vitscale.data.registry import DATASETS
+from vitscale.data.registry import DATASETS, LOADERS, loadable
 
 
 class DataConfig(BaseModel):
@@ -14,11 +14,23 @@ class DataConfig(BaseModel):
 
     dataset: str = Field(
         "digits",
-        description="digits | synthetic | fashion_mnist | mnist | cifar10 | cifar100 | imagefolder",
+        description="digits | synthetic | fashion_mnist | mnist | cifar10 | cifar100 | imagefolder | shards",
+    )
+    loader: str = Field(
+        "memory",
+        description="memory: the whole set decoded once into one uint8 tensor on the trial's device "
+        "(small sets); stream: read from disk batch by batch by data.num_workers DataLoader "
+        "workers, decoded on CPU, augmented on the device, host memory bounded by the batch, not "
+        "the set (sets larger than memory; imagefolder, shards)",
+    )
+    num_workers: int = Field(
+        2,
+        ge=0,
+        description="loader stream: DataLoader worker processes reading and decoding images; 0 = in the trial's process",
     )
     root: str | None = Field(
         None,
-        description="local path of the data (cifar*, imagefolder; fashion_mnist, mnist: the folder of "
+        description="local path of the data (cifar*, imagefolder, shards; fashion_mnist, mnist: the folder of "
         "the four IDX files, unset: the first of $VITSCALE_DATA/F, ~/data/F, /usr/share/datasets/F "
         "holding them, F = fashion-mnist or mnist)",
     )
@@ -36,7 +48,9 @@ class DataConfig(BaseModel):
         "resolution); null = every batch at resolution",
     )
     source_size: int | None = Field(
-        None, ge=4, description="synthetic, imagefolder: side of the stored images; default: resolution"
+        None,
+        ge=4,
+        description="synthetic, imagefolder, shards: side of the images as decoded; default: resolution",
     )
     val_fraction: float = Field(
         0.1,
@@ -74,4 +88,12 @@ class DataConfig(BaseModel):
     def _check_dataset(self) -> DataConfig:
         if self.dataset not in DATASETS:
             raise ValueError(f"dataset: unknown data set {self.dataset!r}; choose one of {sorted(DATASETS)}")
+        if self.loader not in LOADERS:
+            raise ValueError(f"loader: unknown loader {self.loader!r}; choose one of {sorted(LOADERS)}")
+        if not loadable(self.dataset, self.loader):
+            can = sorted(name for name in DATASETS if loadable(name, self.loader))
+            raise ValueError(
+                f"loader: data set {self.dataset!r} cannot be read with loader {self.loader!r} "
+                f"(only {', '.join(can)} can); set data.loader: memory"
+            )
         return self

@@ -15,11 +15,16 @@ DATASETS = _Registry("vitscale.data.datasets")
 
 
 def declare_dataset(
-    name: str, loader: str, recipe: dict[str, Any] | None = None, native_size: int | None = None
+    name: str,
+    loader: str,
+    recipe: dict[str, Any] | None = None,
+    native_size: int | None = None,
+    stream: str | None = None,
 ) -> None:
     """Register the loader "module:function" under `name`, imported when the set is first loaded;
-    `native_size`: the side its images are stored at, what `vitscale train` trains at by default."""
-    DATASETS.declare(name, loader, recipe=dict(recipe or {}), native_size=native_size)
+    `native_size`: the side its images are stored at, what `vitscale train` trains at by default;
+    `stream`: "module:function" giving its index of images (`data.loader: stream`), if it has one."""
+    DATASETS.declare(name, loader, recipe=dict(recipe or {}), native_size=native_size, stream=stream)
 
 
 def register_dataset(name: str, recipe: dict[str, Any] | None = None) -> Callable:
@@ -43,3 +48,17 @@ def native_size(dataset: str, default: int) -> int:
 def recommended_recipe(dataset: str) -> dict[str, Any]:
     """The data set's recommended `train.*` values ({} when it has none)."""
     return dict(DATASETS.fact(dataset, "recipe") or {})
+
+
+# How a trial holds its data (`data.loader`): "module:function" of (DataConfig, device) -> the
+# trial's data (what `vitscale.data.batches` reads), and `needs`, the data set declaration it
+# takes (`stream`: a reader of the set's index), None where every data set has it.
+LOADERS = _Registry("vitscale.data.registry", "loader")
+LOADERS.declare("memory", "vitscale.data.bundle:load_resident", needs=None)
+LOADERS.declare("stream", "vitscale.data.stream_bundle:load_stream", needs="stream")
+
+
+def loadable(dataset: str, loader: str) -> bool:
+    """Whether `dataset` can be held by `loader` (a streamed set needs a reader of its index)."""
+    needs = LOADERS.fact(loader, "needs")
+    return needs is None or DATASETS.fact(dataset, needs) is not None

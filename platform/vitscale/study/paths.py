@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
-from vitscale.data.registry import DATASETS
+from vitscale.data.registry import DATASETS, LOADERS
 from vitscale.models.registry import MIXERS, REGIMES, moved_keys, sections
 from vitscale.train.config import AMP_MOVED, TrialConfig
 from vitscale.validation import unwrap_optional
@@ -133,7 +133,7 @@ def check_value(path: str, value: Any) -> str | None:
 
 def _registries() -> dict[str, Any]:
     """Fields whose strings must be registered names (the registries load their plugins on first use)."""
-    return {"model.mixer": MIXERS, "model.regime": REGIMES, "data.dataset": DATASETS}
+    return {"model.mixer": MIXERS, "model.regime": REGIMES, "data.dataset": DATASETS, "data.loader": LOADERS}
 
 
 def flatten_section(section: str, value: Any) -> dict[str, Any]:

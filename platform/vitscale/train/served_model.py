@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from vitscale.data.augment import prepare_batch
-from vitscale.data.bundle import DataBundle
+from vitscale.data.batches import Bundle
 from vitscale.precision import autocast
 from vitscale.tracking.layout import INPUT_EXAMPLE_FILE, SERVED_DIR, SERVED_MODEL_FILE
 
@@ -57,7 +57,7 @@ class ServedClassifier(nn.Module):
 
 
 def save_served_model(
-    directory: Path, model: nn.Module, bundle: DataBundle, resolution: int, precision: str
+    directory: Path, model: nn.Module, bundle: Bundle, resolution: int, precision: str
 ) -> Path | None:
     """`directory/served/model.pt` (a CPU copy of `model` behind the preprocessing, in eval mode)
     and `directory/served/input_example.npy` (the first test image, uint8 (1, C, H, W)). A model
@@ -72,6 +72,7 @@ def save_served_model(
         shutil.rmtree(folder, ignore_errors=True)
         log.warning("the trained model is not saved for MLflow (%s: %s)", type(exc).__name__, exc)
         return None
-    example = bundle.test_images[:1] if len(bundle.test_images) else bundle.val_images[:1]
+    split = "test" if len(bundle.test_labels) else "val"
+    example, _ = next(bundle.batches(split, [slice(0, 1)]))  # resident or streamed from disk alike
     np.save(folder / INPUT_EXAMPLE_FILE, example.to("cpu").numpy())
     return folder
