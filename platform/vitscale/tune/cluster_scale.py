@@ -23,11 +23,14 @@ It prints the figures as one JSON object and writes them to `<out>/result.json`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import resource
+import signal
 import sqlite3
+import subprocess
 import sys
 import threading
 import time
@@ -114,8 +117,10 @@ class Figures:
     samples: list[Sample] = field(default_factory=list)
 
 
-def start_cluster(shape: ClusterShape) -> Cluster:
-    """`shape.nodes` raylets on 127.0.0.1, without dashboards or prestarted workers."""
+def start_cluster(shape: ClusterShape, wait_s: float = 600.0) -> Cluster:
+    """`shape.nodes` raylets on 127.0.0.1, without dashboards or prestarted workers. Ray gives a
+    raylet 30 s (fixed) to register; on a loaded machine it takes longer and registers after
+    `add_node` gave up, so the nodes are counted as the GCS lists them, up to `wait_s`."""
     for key, value in cluster.DRIVER_ENV.items():  # read by each raylet from its environment
         os.environ.setdefault(key, value)
     cluster.bind_loopback(True)
@@ -127,13 +132,37 @@ def start_cluster(shape: ClusterShape) -> Cluster:
     )
     ray_cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
     try:
-        for _ in range(shape.nodes - 1):
-            ray_cluster.add_node(**node)
-        ray_cluster.wait_for_nodes()
+        for count in range(2, shape.nodes + 1):
+            try:
+                ray_cluster.add_node(**node)
+            except Exception:  # noqa: BLE001 - its raylet still starts: counted below
+                pass
+            _wait_for(ray_cluster, count, wait_s)
     except BaseException:
-        ray_cluster.shutdown()
+        stop_cluster(ray_cluster)
         raise
     return ray_cluster
+
+
+def _wait_for(ray_cluster: Cluster, count: int, wait_s: float) -> None:
+    deadline = time.monotonic() + wait_s
+    while len(ray_cluster.global_state._live_node_ids()) < count:
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"--nodes: only {len(ray_cluster.global_state._live_node_ids())} of {count} nodes up"
+            )
+        time.sleep(1.0)
+
+
+def stop_cluster(ray_cluster: Cluster) -> None:
+    """Stop the nodes, those `add_node` gave up on too (this process's children)."""
+    ray_cluster.shutdown()
+    for pid in subprocess.run(
+        ["ps", "-o", "pid=", "--ppid", str(os.getpid())], capture_output=True, text=True
+    ).stdout.split():
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            if int(pid) != os.getpid():
+                os.kill(int(pid), signal.SIGTERM)
 
 
 def study_file(out: Path, trials: int, seeds: int, trial: TrialShape) -> Path:
@@ -179,7 +208,7 @@ class Sampler(threading.Thread):
         self.samples: list[Sample] = []
         self.cpu_s = 0.0  # this thread's own CPU time, left out of the driver's
         self.started = time.monotonic()
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def _execution(self) -> Path | None:
         latest = self.storage / STUDY / LATEST_FILE
@@ -203,7 +232,7 @@ class Sampler(threading.Thread):
         self.samples.append(Sample(round(at, 2), running, waiting, gpus, pending, round(_rss_mb(), 1)))
 
     def run(self) -> None:
-        while not self._stop.wait(self.every_s):
+        while not self._halt.wait(self.every_s):
             try:
                 self.sample()
             except Exception:  # noqa: BLE001 - a sample missed while Ray starts or stops
@@ -211,7 +240,7 @@ class Sampler(threading.Thread):
             self.cpu_s = time.thread_time()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
         self.join()
 
 
@@ -252,7 +281,7 @@ def measure(shape: ClusterShape, trial: TrialShape, trials: int, seeds: int, out
         sampler.stop()
     finally:
         ray.shutdown()
-        ray_cluster.shutdown()
+        stop_cluster(ray_cluster)
     driver_cpu_s = max(0.0, cpu_s - sampler.cpu_s)
     spans = nodes_spanned(db)
     needed = trial.nodes_needed(shape)
