@@ -105,8 +105,9 @@ class Figures:
     split_trials: int  # trials spread over more nodes than needed
     max_nodes_spanned: int
     nodes_needed: int
-    idle_gpu_share_while_waiting: float  # mean over samples with a trial waiting: free GPUs / all GPUs
-    samples_idle_fit: float  # share of samples with a trial waiting and GPUs free for one
+    # over the samples from the first trial's start on in which a trial waits to start:
+    idle_gpu_share_while_waiting: float  # the mean share of GPUs no running trial holds
+    samples_idle_fit: float  # the share of them in which one more trial's GPUs were free
     driver_cpu_s: float
     driver_cpu_ms_per_trial: float
     driver_rss_start_mb: float
@@ -286,7 +287,9 @@ def measure(shape: ClusterShape, trial: TrialShape, trials: int, seeds: int, out
     spans = nodes_spanned(db)
     needed = trial.nodes_needed(shape)
     total_gpus = shape.nodes * shape.gpus_per_node
-    waiting = [s for s in sampler.samples if s.waiting > 0]
+    # from the first trial's start (before it: Ray's workers and the MLflow parent run start up)
+    first = next((i for i, s in enumerate(sampler.samples) if s.running), len(sampler.samples))
+    waiting = [s for s in sampler.samples[first:] if s.waiting > 0]
     idle_share = [(total_gpus - s.running * trial.gpus()) / total_gpus for s in waiting]
     idle_fit = [s for s in waiting if total_gpus - s.running * trial.gpus() >= trial.gpus()]
     writes = mlflow_rows(db) - rows_before
