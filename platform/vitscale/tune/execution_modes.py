@@ -20,11 +20,9 @@ none of them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import ray
 from ray import tune
 
 from vitscale.bench.placement import trial_resources
@@ -54,16 +52,12 @@ def _as_asked(spec) -> int | None:
 
 
 def worker_groups_at_once(spec) -> int:
-    """`search.max_concurrent_trials`, else how many trials' workers the connected cluster holds
-    together (at least 1: an autoscaling cluster may have no node of that kind up yet)."""
+    """`search.max_concurrent_trials`, else how many trials' worker groups the connected cluster's
+    nodes hold at once (`tune.worker_group.groups_at_once`: whole groups per node where a group
+    fits on one; at least 1: an autoscaling cluster may have no node of that kind up yet)."""
     if spec.search.max_concurrent_trials is not None:
         return spec.search.max_concurrent_trials
-    total = ray.cluster_resources()
-    resources = spec.resources
-    fits = [total.get("CPU", 0.0) / (resources.workers * resources.cpu)] if resources.cpu else []
-    if resources.gpu:
-        fits.append(total.get("GPU", 0.0) / (resources.workers * resources.gpu))
-    return max(1, math.floor(min(fits))) if fits else 1
+    return worker_group.groups_at_once(spec.resources, worker_group.alive_nodes())
 
 
 ONE_PROCESS = ExecutionMode(
