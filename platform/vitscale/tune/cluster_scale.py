@@ -131,7 +131,7 @@ def start_cluster(shape: ClusterShape, wait_s: float = 600.0) -> Cluster:
         object_store_memory=shape.object_store_mb * 2**20,
         node_ip_address="127.0.0.1",
     )
-    ray_cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
+    ray_cluster = _start_head({**node, "include_dashboard": False})
     try:
         for count in range(2, shape.nodes + 1):
             try:
@@ -155,15 +155,27 @@ def _wait_for(ray_cluster: Cluster, count: int, wait_s: float) -> None:
         time.sleep(1.0)
 
 
+def _start_head(head: dict, tries: int = 3) -> Cluster:
+    """The head node (GCS and its raylet), started again where Ray gave up on it."""
+    for _ in range(tries - 1):
+        try:
+            return Cluster(initialize_head=True, head_node_args=head)
+        except Exception:  # noqa: BLE001 - Ray's 30 s for the head's raylet ran out: once more
+            _stop_children()  # what the failed start left running
+    return Cluster(initialize_head=True, head_node_args=head)
+
+
 def stop_cluster(ray_cluster: Cluster) -> None:
     """Stop the nodes, those `add_node` gave up on too (this process's children)."""
     ray_cluster.shutdown()
-    for pid in subprocess.run(
-        ["ps", "-o", "pid=", "--ppid", str(os.getpid())], capture_output=True, text=True
-    ).stdout.split():
+    _stop_children()
+
+
+def _stop_children() -> None:
+    listed = subprocess.run(["ps", "-o", "pid=", "--ppid", str(os.getpid())], capture_output=True, text=True)
+    for pid in listed.stdout.split():
         with contextlib.suppress(ProcessLookupError, ValueError):
-            if int(pid) != os.getpid():
-                os.kill(int(pid), signal.SIGTERM)
+            os.kill(int(pid), signal.SIGTERM)
 
 
 def study_file(out: Path, trials: int, seeds: int, trial: TrialShape) -> Path:
