@@ -31,3 +31,4 @@ def test_twenty_two_worker_trials_on_four_nodes_finish_each_on_one_node(tmp_path
         )
     assert children == 20
     assert figures.mlflow_writes > 0 and figures.driver_cpu_s > 0
+    assert any(sample.running for sample in figures.samples)  # the cluster was sampled while trials ran

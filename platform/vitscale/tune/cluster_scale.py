@@ -89,6 +89,7 @@ class Sample:
     waiting: int  # trials not started yet (planned - ended - running)
     gpus_reserved: float  # GPUs in placement groups Ray has created
     groups_pending: int  # placement groups Ray has not placed yet
+    room_for_a_trial: bool  # GPUs no placement group holds, enough for one more trial where it fits
     driver_rss_mb: float
 
 
@@ -107,7 +108,7 @@ class Figures:
     nodes_needed: int
     # over the samples from the first trial's start on in which a trial waits to start:
     idle_gpu_share_while_waiting: float  # the mean share of GPUs no running trial holds
-    samples_idle_fit: float  # the share of them in which one more trial's GPUs were free
+    samples_idle_fit: float  # the share of them with room for one more trial that no group held
     driver_cpu_s: float
     driver_cpu_ms_per_trial: float
     driver_rss_start_mb: float
@@ -215,9 +216,10 @@ def _peak_rss_mb() -> float:
 class Sampler(threading.Thread):
     """Every `every_s`: the driver's trial counts and the GPUs Ray's placement groups hold."""
 
-    def __init__(self, storage: Path, planned: int, every_s: float) -> None:
+    def __init__(self, storage: Path, planned: int, every_s: float, shape: ClusterShape, trial: TrialShape):
         super().__init__(name="vitscale-cluster-sampler", daemon=True)
         self.storage, self.planned, self.every_s = storage, planned, every_s
+        self.shape, self.trial = shape, trial
         self.samples: list[Sample] = []
         self.cpu_s = 0.0  # this thread's own CPU time, left out of the driver's
         self.started = time.monotonic()
@@ -233,16 +235,24 @@ class Sampler(threading.Thread):
         if record is None or not ray.is_initialized():
             return
         snapshot = record.snapshot
-        gpus, pending = 0.0, 0
+        gpus, pending, held = 0.0, 0, {}
         for group in placement_group_table().values():
             if group["state"] == "CREATED":
-                gpus += sum(bundle.get("GPU", 0.0) for bundle in group["bundles"].values())
+                for index, bundle in group["bundles"].items():
+                    node = group["bundles_to_node_id"][index]
+                    held[node] = held.get(node, 0.0) + bundle.get("GPU", 0.0)
+                    gpus += bundle.get("GPU", 0.0)
             elif group["state"] == "PENDING":
                 pending += 1
+        free = [
+            self.shape.gpus_per_node - held.get(node["NodeID"], 0.0) for node in ray.nodes() if node["Alive"]
+        ]
+        need = self.trial.gpus()
+        room = max(free, default=0) >= need if self.trial.nodes_needed(self.shape) == 1 else sum(free) >= need
         running = snapshot.running
         waiting = max(0, self.planned - snapshot.done - snapshot.failed - running)
         at = time.monotonic() - self.started
-        self.samples.append(Sample(round(at, 2), running, waiting, gpus, pending, round(_rss_mb(), 1)))
+        self.samples.append(Sample(round(at, 2), running, waiting, gpus, pending, room, round(_rss_mb(), 1)))
 
     def run(self) -> None:
         while not self._halt.wait(self.every_s):
@@ -282,7 +292,7 @@ def measure(shape: ClusterShape, trial: TrialShape, trials: int, seeds: int, out
     ray_cluster = start_cluster(shape)
     try:
         rss_start, rows_before = _rss_mb(), mlflow_rows(db)
-        sampler = Sampler(storage, trials, sample_s)
+        sampler = Sampler(storage, trials, sample_s, shape, trial)
         sampler.start()
         cpu_before, started = time.process_time(), time.monotonic()
         summary = run_study(
@@ -303,7 +313,7 @@ def measure(shape: ClusterShape, trial: TrialShape, trials: int, seeds: int, out
     first = next((i for i, s in enumerate(sampler.samples) if s.running), len(sampler.samples))
     waiting = [s for s in sampler.samples[first:] if s.waiting > 0]
     idle_share = [(total_gpus - s.running * trial.gpus()) / total_gpus for s in waiting]
-    idle_fit = [s for s in waiting if total_gpus - s.running * trial.gpus() >= trial.gpus()]
+    idle_fit = [s for s in waiting if s.room_for_a_trial]
     writes = mlflow_rows(db) - rows_before
     peak = max([_peak_rss_mb(), *(s.driver_rss_mb for s in sampler.samples)])
     return Figures(
