@@ -139,3 +139,18 @@ def test_a_refused_write_is_set_aside_and_the_rest_go_on(tmp_path, flaky):
     assert "refused" in stats.line()
     assert client.real.get_run(writer.resolve(run)).data.metrics == {"loss": 0.5}
     assert (tmp_path / "queue" / "rejected.jsonl").read_text().count("\n") == 1
+
+
+def test_find_names_the_newest_run_created_with_every_tag_asked(tmp_path):
+    """Looked up per trial by its id (`tune_callback`): an index by tag, also read back from the
+    journal by the next process."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    queue = WriteQueue(tmp_path / "q", uri)
+    refs = [queue.create_run("0", {"parent": "p", "trial": trial}, trial) for trial in ("t1", "t2", "t1")]
+    queue.close(timeout=60)
+    for reader in (queue, WriteQueue(tmp_path / "q", uri)):
+        assert reader.find(parent="p", trial="t1") == refs[2]
+        assert reader.find(parent="p", trial="t2") == refs[1]
+        assert reader.find(parent="p", trial="t3") is None and reader.find(parent="q") is None
+        assert reader.find(trial="t2", parent="p") == refs[1]
+    reader.close(timeout=10)

@@ -62,6 +62,7 @@ RESULT_PLANNED_EPOCHS = "planned_epochs"
 RESULT_DID_NOT_TRAIN = "did_not_train"  # 1.0 in the final epoch's result of a trial stuck at chance
 RESULT_DISCARDED_CHECKPOINT = "discarded_checkpoint"  # "<checkpoint>: <why>": restarted from epoch 0
 RESULT_WORKER_GROUP = "worker_group"  # a Ray Train trial's placement group (hex id): tune.distributed_trial
+RESULT_NODES_SPANNED = "nodes_spanned"  # nodes a simulated trial's workers sit on: tune.cluster_scale
 
 # Where runs go unless `--tracking-uri`, the environment or a study's `tracking.uri` says otherwise
 # (`tracking.store.resolve_tracking_uri` applies that order).

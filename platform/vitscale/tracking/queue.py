@@ -147,6 +147,9 @@ class WriteQueue:
         records = _read_jsonl(self.directory / "journal.jsonl")
         self._seq = len(records)
         self.created: dict[str, dict[str, str]] = {}  # placeholder -> tags it was created with
+        # (tag, value) -> the placeholders created with it, in journal order: `find` reads the
+        # runs that share a tag (a trial id: one run), not every run of the study, per trial
+        self._created_with: dict[tuple[str, str], list[str]] = {}
         self.steps: dict[str, int] = {}  # run -> highest metric step written
         for record in records:
             self._index(record)
@@ -192,12 +195,17 @@ class WriteQueue:
     def _index(self, record: dict) -> None:
         if record["op"] == "create_run":
             self.created[record["ref"]] = record["tags"]
+            for tag in record["tags"].items():
+                self._created_with.setdefault(tag, []).append(record["ref"])
         for metric in record.get("metrics") or ():
             self.steps[record["run"]] = max(self.steps.get(record["run"], -1), metric["step"])
 
     def find(self, **tags: str) -> str | None:
         """The newest run this journal created with these tags (its placeholder), or None."""
-        found = [ref for ref, have in self.created.items() if all(have.get(k) == v for k, v in tags.items())]
+        if not tags:
+            return next(reversed(self.created), None)
+        candidates = min((self._created_with.get(tag, []) for tag in tags.items()), key=len)
+        found = [ref for ref in candidates if all(self.created[ref].get(k) == v for k, v in tags.items())]
         return found[-1] if found else None
 
     def resolve(self, run: str, timeout: float | None = None) -> str:

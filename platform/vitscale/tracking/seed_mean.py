@@ -77,7 +77,9 @@ def seed_means(replicates: Iterable[Replicate]) -> list[ConfigMean]:
         for name in sorted(names):
             values = [m.metrics[name] for m in members]
             if all(_finite(v) for v in values):
-                means[name] = float(np.mean(values))
+                # numpy's sum for a handful of seeds, in a fraction of np.mean's time: the progress
+                # line averages every finished configuration at each change of a study
+                means[name] = float(sum(values) / len(values))
         out.append(ConfigMean(key, members[0].label, len(members), means, members[0].resolution))
     return out
 

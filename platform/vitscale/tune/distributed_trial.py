@@ -61,6 +61,7 @@ from vitscale.tracking.layout import (
 )
 from vitscale.tracking.trial_artifacts import epoch_line, trial_log
 from vitscale.train.distributed import Distributed
+from vitscale.tune import worker_group
 from vitscale.tune.trainable import failure_result, fit_from
 
 TRAIN_FOLDER = "ray_train"  # Ray Train's storage inside the trial's folder (tune.state_digest skips it)
@@ -134,13 +135,15 @@ def distributed_train_trial(config: dict[str, Any], spec) -> None:
 def _trainer(trial, resources, restored, handoff, storage_path: str):
     """The TorchTrainer of one start of the trial: `resources.workers` workers of `resources.cpu`
     CPUs and `resources.gpu` GPUs each, never retried by Train itself (Tune does)."""
-    per_worker = {"CPU": resources.cpu, **({"GPU": resources.gpu} if resources.gpu else {})}
     return TorchTrainer(
         worker_loop,
         train_loop_config={"trial": trial, "restored": restored.path if restored else None},
         torch_config=TorchConfig(backend="nccl" if resources.gpu else "gloo"),
         scaling_config=ray.train.ScalingConfig(
-            num_workers=resources.workers, use_gpu=bool(resources.gpu), resources_per_worker=per_worker
+            num_workers=resources.workers,
+            use_gpu=bool(resources.gpu),
+            resources_per_worker=worker_group.worker_bundle(resources),
+            placement_strategy=worker_group.strategy(resources),
         ),
         run_config=ray.train.RunConfig(
             name=f"run-{uuid.uuid4().hex[:12]}",  # a fresh run each start: Train restores nothing itself

@@ -8,6 +8,11 @@
   in flight is bounded instead: `search.max_concurrent_trials`, else as many worker groups as
   the cluster holds at once. Its actor is not reused: stopping a trial must end its trainer.
 
+- simulated workers (a study kind's own mode, `TuneKind.execution`): the Tune trial itself holds
+  the placement group Ray Train would place (`tune.worker_group`) and runs the kind's trial
+  function in one process: the scheduler's path at cluster scale without a process per worker
+  (`tune.cluster_scale`).
+
 A new mode is one entry here (its trial function, what the Tune trial reserves, reuse, how
 many run at once, callbacks on the driver); `tune.tuner` asks `execution_mode(spec)` and names
 none of them.
@@ -15,15 +20,15 @@ none of them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import ray
 from ray import tune
 
 from vitscale.bench.placement import trial_resources
+from vitscale.tune import worker_group
 from vitscale.tune.distributed_trial import ReleaseWorkerGroups, distributed_train_trial
+from vitscale.tune.kinds import TUNE_KINDS
 
 
 @dataclass(frozen=True)
@@ -47,16 +52,12 @@ def _as_asked(spec) -> int | None:
 
 
 def worker_groups_at_once(spec) -> int:
-    """`search.max_concurrent_trials`, else how many trials' workers the connected cluster holds
-    together (at least 1: an autoscaling cluster may have no node of that kind up yet)."""
+    """`search.max_concurrent_trials`, else how many trials' worker groups the connected cluster's
+    nodes hold at once (`tune.worker_group.groups_at_once`: whole groups per node where a group
+    fits on one; at least 1: an autoscaling cluster may have no node of that kind up yet)."""
     if spec.search.max_concurrent_trials is not None:
         return spec.search.max_concurrent_trials
-    total = ray.cluster_resources()
-    resources = spec.resources
-    fits = [total.get("CPU", 0.0) / (resources.workers * resources.cpu)] if resources.cpu else []
-    if resources.gpu:
-        fits.append(total.get("GPU", 0.0) / (resources.workers * resources.gpu))
-    return max(1, math.floor(min(fits))) if fits else 1
+    return worker_group.groups_at_once(spec.resources, worker_group.alive_nodes())
 
 
 ONE_PROCESS = ExecutionMode(
@@ -82,6 +83,25 @@ RAY_TRAIN = ExecutionMode(
 EXECUTION_MODES: dict[bool, ExecutionMode] = {False: ONE_PROCESS, True: RAY_TRAIN}
 
 
+def worker_group_request(spec) -> tune.PlacementGroupFactory:
+    """A Tune trial that holds its workers' bundles itself, placed as Ray Train places them; its
+    own process holds nothing (an empty head bundle)."""
+    resources = spec.resources
+    return tune.PlacementGroupFactory(
+        [{}, *worker_group.worker_bundles(resources)], strategy=worker_group.strategy(resources)
+    )
+
+
+SIMULATED_WORKERS = ExecutionMode(
+    name="simulated_workers",
+    function=None,  # the kind's trial, which starts no workers
+    resources=worker_group_request,
+    reuse_actors=True,
+    concurrency=worker_groups_at_once,  # as many trials in flight as a Ray Train study
+)
+
+
 def execution_mode(spec) -> ExecutionMode:
-    """The mode a study's training trials run in."""
-    return EXECUTION_MODES[spec.resources.workers > 1]
+    """The mode a study's trials run in: its kind's own (`TuneKind.execution`), else one process
+    or Ray Train by `resources.workers`."""
+    return TUNE_KINDS[spec.kind].execution or EXECUTION_MODES[spec.resources.workers > 1]

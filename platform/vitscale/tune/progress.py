@@ -95,21 +95,33 @@ def trial_outcome(status: str, result: dict) -> str:
 
 
 def snapshot_of_trials(
-    trials, study: str, phase: str, planned: int | None, objective: tuple[str, str] | None, label_keys=None
+    trials,
+    study: str,
+    phase: str,
+    planned: int | None,
+    objective: tuple[str, str] | None,
+    label_keys=None,
+    replicates: dict[str, Replicate] | None = None,
 ) -> Snapshot:
-    """The snapshot of Tune trials (without times)."""
+    """The snapshot of Tune trials (without times). Only the objective is averaged (the line shows
+    no other metric), and `replicates` (trial id -> its Replicate, kept by the caller) saves
+    reading a finished trial again at every line: the driver prints one per change, so a study of
+    n trials takes n snapshots of up to n trials each."""
     counts = {"done": 0, "stopped": 0, "running": 0, "failed": 0, "pending": 0}
-    replicates = []
+    done = []
     for trial in trials:
         result = trial.last_result or {}
         outcome = trial_outcome(trial.status, result)
         counts[outcome] += 1
-        if outcome == "done":
-            point = (trial.config or {}).get("point") or {}
-            values = {k: point.get(k) for k in label_keys} if label_keys else point
-            key = json.dumps(point, sort_keys=True, default=str)
-            replicates.append(Replicate(key, config_label(values), _metrics(result)))
-    best = best_configs(seed_means(replicates), [objective]) if objective else []
+        if outcome == "done" and objective:
+            trial_id = getattr(trial, "trial_id", None)
+            replicate = replicates.get(trial_id) if replicates is not None else None
+            if replicate is None:
+                replicate = _replicate(trial, result, objective[0], label_keys)
+                if replicates is not None and trial_id is not None:
+                    replicates[trial_id] = replicate
+            done.append(replicate)
+    best = best_configs(seed_means(done), [objective]) if objective else []
     snapshot = Snapshot(
         study=study,
         phase=phase,
@@ -121,6 +133,13 @@ def snapshot_of_trials(
         best=best[0] if best else None,
     )
     return snapshot
+
+
+def _replicate(trial, result: dict[str, Any], metric: str, label_keys) -> Replicate:
+    point = (trial.config or {}).get("point") or {}
+    values = {k: point.get(k) for k in label_keys} if label_keys else point
+    key = json.dumps(point, sort_keys=True, default=str)
+    return Replicate(key, config_label(values), {k: v for k, v in _metrics(result).items() if k == metric})
 
 
 def _metrics(result: dict[str, Any]) -> dict[str, float]:
@@ -164,25 +183,33 @@ class ProgressCallback(Callback):
         self.clock = clock
         self._first_start: float | None = None  # on `clock`: when this driver started its first trial
         self._ended_before = 0  # trials that had ended by then (a resumed study's)
+        self._replicates: dict[str, Replicate] = {}  # finished trial id -> its replicate
 
     def __getstate__(self) -> dict:
         """Pickled with the experiment: a resumed study starts a fresh clock and prints at once."""
         state = self.__dict__.copy()
         state.update(
-            since=None, _started=None, _printed_at=0.0, _changed=True, _first_start=None, _ended_before=0
+            since=None,
+            _started=None,
+            _printed_at=0.0,
+            _changed=True,
+            _first_start=None,
+            _ended_before=0,
+            _replicates={},
         )
         state.pop("clock")
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state, clock=time.monotonic)
+        self.__dict__.setdefault("_replicates", {})  # pickled before it kept them
 
     def setup(self, **info) -> None:
         self._started = self.since or time.time()
 
     def snapshot(self, trials) -> Snapshot:
         snapshot = snapshot_of_trials(
-            trials, self.study, self.phase, self.planned, self.objective, self.label_keys
+            trials, self.study, self.phase, self.planned, self.objective, self.label_keys, self._replicates
         )
         snapshot.elapsed_s = time.time() - (self._started or time.time())
         if self.planned is not None and self._first_start is not None:

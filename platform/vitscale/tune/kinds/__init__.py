@@ -39,6 +39,10 @@ class TuneKind:
     status_phase: Callable[[Any, list], str]  # (spec, child runs) -> the phase `study status` shows ("" none)
     uses_optuna: Callable[[Any], bool]  # whether the execution has an Optuna study of its own
     optuna_per_arm: bool = False  # its arms each tune in an Optuna study (one storage for them all)
+    # How its trials run on Ray: a `tune.execution_modes.ExecutionMode` of its own (the simulated
+    # trials of `tune.cluster_scale` hold a worker group's bundles themselves); None: by
+    # `resources.workers`, one process or Ray Train (`tune.execution_modes.EXECUTION_MODES`).
+    execution: Any = None
 
 
 TUNE_KINDS: KindTable[TuneKind] = KindTable(
