@@ -62,6 +62,10 @@ RESULT_PLANNED_EPOCHS = "planned_epochs"
 RESULT_DID_NOT_TRAIN = "did_not_train"  # 1.0 in the final epoch's result of a trial stuck at chance
 RESULT_DISCARDED_CHECKPOINT = "discarded_checkpoint"  # "<checkpoint>: <why>": restarted from epoch 0
 RESULT_WORKER_GROUP = "worker_group"  # a Ray Train trial's placement group (hex id): tune.distributed_trial
+# JSON list of {epoch, values, cloned_from?}: in the last result of a trial whose values changed
+# while it trained (a PBT/PB2 member, a replayed train.schedule; train.hyper_schedule)
+RESULT_SCHEDULE = "schedule"
+SCHEDULE_ARTIFACT = "schedule.json"  # that schedule on the trial's child run
 
 # Where runs go unless `--tracking-uri`, the environment or a study's `tracking.uri` says otherwise
 # (`tracking.store.resolve_tracking_uri` applies that order).

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from vitscale.data.config import DataConfig
 from vitscale.data.registry import recommended_recipe
+from vitscale.train.hyper_schedule import ScheduleStep
 from vitscale.models.config import ModelConfig
 from vitscale.precision import resolve_precision
 
@@ -193,6 +194,13 @@ class TrainConfig(BaseModel):
         "of a report; reported only, nothing selects on it; the final phase of a comparison turns it on",
     )
     threads: int | None = Field(None, ge=1, description="torch CPU threads; default: the trial's CPUs")
+    schedule: list[ScheduleStep] | None = Field(
+        None,
+        description="values that change while the trial trains, from the given epochs on: "
+        "[{epoch: 1, values: {train.lr: 3.0e-3}}, {epoch: 4, values: {train.lr: 3.6e-3}}] (the peak "
+        "lr moves, the warmup-cosine factor goes on); a population-based member's schedule, as its "
+        "run records it and a comparison's final phase replays it",
+    )
     distill: DistillConfig | None = Field(
         None, description="trajectory distillation from a trained teacher (ODE students); null = off"
     )
