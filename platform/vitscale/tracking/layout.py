@@ -66,6 +66,7 @@ RESULT_WORKER_GROUP = "worker_group"  # a Ray Train trial's placement group (hex
 # while it trained (a PBT/PB2 member, a replayed train.schedule; train.hyper_schedule)
 RESULT_SCHEDULE = "schedule"
 SCHEDULE_ARTIFACT = "schedule.json"  # that schedule on the trial's child run
+EXPLOITS = "vitscale.exploits"  # tag: how often that trial continued from another member's checkpoint
 
 # Where runs go unless `--tracking-uri`, the environment or a study's `tracking.uri` says otherwise
 # (`tracking.store.resolve_tracking_uri` applies that order).

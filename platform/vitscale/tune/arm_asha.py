@@ -26,6 +26,7 @@ from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, HyperBandScheduler
 
 from vitscale.study import flatten, resolve_trial
 from vitscale.tracking import layout
+from vitscale.tune.scheduler_registry import SchedulerKind, register_scheduler
 
 KINDS = {"asha": ASHAScheduler, "hyperband": HyperBandScheduler, "median": MedianStoppingRule}
 
@@ -139,3 +140,7 @@ class ArmScheduler(FIFOScheduler):
 
 
 ArmASHA = ArmScheduler  # the name earlier pickled experiments (and imports) use
+
+
+for _name in ("fifo", *KINDS):
+    register_scheduler(_name, SchedulerKind(build=scheduler_for))
