@@ -59,7 +59,11 @@ def population_problems(spec: StudySpec, removed: frozenset[str]) -> Iterable[Pr
     sched = spec.scheduler
     rules = POPULATION_SCHEDULERS.get(sched.type)
     if rules is None:
-        given = [k for k in ("perturbation_interval", "quantile_fraction", "resample_probability") if getattr(sched, k) is not None]
+        given = [
+            k
+            for k in ("perturbation_interval", "quantile_fraction", "resample_probability")
+            if getattr(sched, k) is not None
+        ]
         if sched.hyperparam_mutations is not None:
             given.append("hyperparam_mutations")
         for key in given:
@@ -102,9 +106,7 @@ def population_problems(spec: StudySpec, removed: frozenset[str]) -> Iterable[Pr
     for key, param in mutations.items():
         where = f"scheduler.hyperparam_mutations.{key}"
         if key not in SCHEDULABLE:
-            yield Problem(
-                where, f"cannot change while a trial trains; mutate {', '.join(SCHEDULABLE)}"
-            )
+            yield Problem(where, f"cannot change while a trial trains; mutate {', '.join(SCHEDULABLE)}")
         elif param.when is not None:
             yield Problem(where, "when: a mutation applies to every member; remove it")
         elif param.distribution.grid_only:

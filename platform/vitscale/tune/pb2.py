@@ -23,7 +23,9 @@ from vitscale.tune.scheduler_registry import SchedulerKind, register_scheduler
 
 def population_based_bandits(spec, metric: str, mode: str, epochs: int) -> ArmPopulation:
     if not import_pb2_dependencies():
-        raise UserError("scheduler.type: pb2 needs scikit-learn; install it (pip install scikit-learn) or use pbt")
+        raise UserError(
+            "scheduler.type: pb2 needs scikit-learn; install it (pip install scikit-learn) or use pbt"
+        )
     mutations = population_mutations(spec)
     build = functools.partial(
         PB2,

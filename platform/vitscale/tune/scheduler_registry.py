@@ -19,8 +19,12 @@ def no_extra_checkpoints(spec) -> int:
 @dataclass(frozen=True)
 class SchedulerKind:
     build: Callable  # (spec, metric, mode, epochs) -> a Ray Tune TrialScheduler
-    population: Callable | None = None  # spec -> (search_alg, param_space, num_samples); None: the kind's search
-    extra_checkpoints: Callable = no_extra_checkpoints  # spec -> checkpoints kept per trial beyond the tuner's
+    population: Callable | None = (
+        None  # spec -> (search_alg, param_space, num_samples); None: the kind's search
+    )
+    extra_checkpoints: Callable = (
+        no_extra_checkpoints  # spec -> checkpoints kept per trial beyond the tuner's
+    )
 
 
 SCHEDULERS: dict[str, SchedulerKind] = {}
