@@ -75,8 +75,16 @@ REFUSED = [
         "give uniform, loguniform or int",
     ),
     ("scheduler: {type: pb2, resample_probability: 0.5}", "scheduler.resample_probability", "remove it"),
-    ("scheduler: {type: asha, perturbation_interval: 2}", "scheduler.perturbation_interval", "pbt and pb2 only"),
-    ("scheduler: {type: pbt, quantile_fraction: 0.7}", "scheduler.quantile_fraction", "less than or equal to 0.5"),
+    (
+        "scheduler: {type: asha, perturbation_interval: 2}",
+        "scheduler.perturbation_interval",
+        "pbt and pb2 only",
+    ),
+    (
+        "scheduler: {type: pbt, quantile_fraction: 0.7}",
+        "scheduler.quantile_fraction",
+        "less than or equal to 0.5",
+    ),
     ("scheduler: {type: pbt, perturbation_interval: 0}", "scheduler.perturbation_interval", "greater than"),
 ]
 

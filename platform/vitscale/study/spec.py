@@ -32,7 +32,12 @@ class _Section(BaseModel):
 DEFAULT_PERTURBATION_INTERVAL = 1
 DEFAULT_QUANTILE_FRACTION = 0.25
 DEFAULT_RESAMPLE_PROBABILITY = 0.25
-POPULATION_OPTIONS = ("perturbation_interval", "quantile_fraction", "resample_probability", "hyperparam_mutations")
+POPULATION_OPTIONS = (
+    "perturbation_interval",
+    "quantile_fraction",
+    "resample_probability",
+    "hyperparam_mutations",
+)
 
 DEFAULT_CONFIRM_TOP_K = 3  # a comparison tuned at search.fidelity confirms this many points per arm
 MIN_CONFIRM_TOP_K = 3  # fewer points cannot show a ranking transfers (Spearman needs 3)

@@ -10,9 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from vitscale.data.config import DataConfig
 from vitscale.data.registry import recommended_recipe
-from vitscale.train.hyper_schedule import ScheduleStep
 from vitscale.models.config import ModelConfig
 from vitscale.precision import resolve_precision
+from vitscale.train.hyper_schedule import ScheduleStep
 
 # Used where neither the trial nor the data set's recommended recipe sets a value.
 GENERIC_RECIPE: dict[str, Any] = {
