@@ -74,7 +74,7 @@ def test_the_population_is_drawn_up_front_with_every_mutated_key(tmp_path):
     assert all(0.0 <= p["train.label_smoothing"] <= 0.2 for p in points)
     searcher, space, samples = population_search(spec)
     assert searcher is None and samples == 1  # Ray refuses a searcher beside PBT
-    assert set(space) == {"point", "seed", INITIAL}
+    assert set(space) == {"point", "seed"}
     assert scheduler_kind(spec).extra_checkpoints(spec) == 1
 
 
@@ -111,6 +111,7 @@ def test_each_arm_has_its_own_population_scheduler_seeing_its_own_trials(tmp_pat
         scheduler.on_trial_add(controller, trial)
     by_arm = {arm: sorted(t.trial_id for t in s._trial_state) for arm, s in scheduler._by_arm.items()}
     assert sorted(by_arm.values()) == [["t0", "t2"], ["t1"]]
+    assert all(t.config[INITIAL] == t.config["point"] for t in trials)  # each member as drawn
 
 
 def test_selection_re_runs_the_schedule_a_member_lived():

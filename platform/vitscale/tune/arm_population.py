@@ -14,7 +14,7 @@ A member's last epoch is never exploited (there is nothing left to train with ne
 The population is drawn up front (`population_search`): the grid, or `search.num_samples` points
 of the sampler (random, qmc), each mutated key missing from the space drawn from its mutation.
 Ray refuses a searcher beside PBT, so the points travel as a grid of points. Each member keeps
-the point it was drawn as under `INITIAL`: its MLflow run is described by it (its params never
+the point it was drawn as under `INITIAL` (set when the scheduler first sees it): its MLflow run is described by it (its params never
 change), while `point`, which the trainable runs, follows the exploits.
 """
 
@@ -93,6 +93,8 @@ class ArmPopulation(FIFOScheduler):
                 trial.set_config({**trial.config, **own})
 
     def on_trial_add(self, tune_controller, trial) -> None:
+        if INITIAL not in trial.config:  # a new member: as drawn (a restored one has it already)
+            trial.set_config({**trial.config, INITIAL: dict(trial.config["point"])})
         self._own[trial.trial_id] = {k: trial.config[k] for k in IDENTITY if k in trial.config}
         scheduler, view = self._scheduler(tune_controller, trial)
         scheduler.on_trial_add(view, trial)
@@ -159,10 +161,6 @@ def population_points(spec) -> list[dict[str, Any]]:
     return population
 
 
-def _initial_point(config) -> dict[str, Any]:
-    return dict(config["point"])
-
-
 def population_search(spec, *_args, **_kwargs):
     """(no searcher, every member's point x the seed, 1): Ray's PBT takes no searcher."""
     return (
@@ -170,7 +168,6 @@ def population_search(spec, *_args, **_kwargs):
         {
             "point": tune.grid_search(population_points(spec)),
             "seed": tune.grid_search(list(spec.search.seeds)),
-            INITIAL: tune.sample_from(_initial_point),
         },
         1,
     )
