@@ -83,6 +83,8 @@ def describe_point(point: Mapping[str, Any], seed: int | None = None, sample: in
     its variants and its number ('ssog · #7 · s0'), its numbers being in the params."""
     values: dict[str, Any] = {}
     for key, value in point.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            value = f"{len(value)}-step schedule"  # a replayed train.schedule: its steps are in the params
         values.update(flatten_section(key, value) if isinstance(value, dict) else {key: value})
     if sample is not None:
         values = {k: v for k, v in values.items() if isinstance(v, str)}
