@@ -85,10 +85,11 @@ class _Trial(SimpleNamespace):
         self.config = config
 
 
-def test_each_arm_has_its_own_population_scheduler_seeing_its_own_trials(tmp_path):
+@pytest.mark.parametrize("kind", ["pbt", "pb2"])
+def test_each_arm_has_its_own_population_scheduler_seeing_its_own_trials(tmp_path, kind):
     spec = load_study(
         write_study(
-            tmp_path, "arms", space=TWO_ARMS, search={"algorithm": "random"}, scheduler={"type": "pbt"}
+            tmp_path, "arms", space=TWO_ARMS, search={"algorithm": "random"}, scheduler={"type": kind}
         )
     )
     scheduler = scheduler_kind(spec).build(spec, "val_top1", "max", 2)
