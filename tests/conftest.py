@@ -7,7 +7,9 @@ each run one test after another on one worker, so at most two of them share the 
 at once; the other tests fill in around them. The deal is by measured duration (tests/durations.json,
 which every run that passes slow tests updates): longest first, each to the group with less work so
 far, so the two groups end together (dealt by file name, one group ran 20.5 min while the other
-had finished). A slow test not measured yet counts as the median of the measured ones.
+had finished). A slow test not measured yet counts as the median of the measured ones. The tests
+that request a session-scoped real service (REAL_SERVICE_FIXTURES) are dealt as one bundle into
+one group, so that only one worker starts the two-node Ray cluster and the MLflow server.
 
 A test that starts Ray must be marked `slow`: tests that request a real service fixture are marked
 here, and a test without the mark that starts Ray anyway (in this process or in a `vitscale`
@@ -42,6 +44,7 @@ PROCESS_GROUPS = 2  # xdist groups the `slow` tests are dealt into
 DURATIONS_FILE = Path(__file__).with_name("durations.json")  # nodeid -> seconds, slow tests only
 DEFAULT_DURATION = 60.0  # seconds for a slow test when nothing is measured at all
 REAL_SERVICE_FIXTURES = ("ray_cluster", "mlflow_server")  # fixtures_cluster: real processes
+SERVICES_BUNDLE = "the session's real services"  # their tests share one group (slow_schedule.deal)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -73,7 +76,11 @@ def mark_and_deal(items) -> None:
     recorded = read_durations(DURATIONS_FILE)
     known = [recorded[n] for n in slow if n in recorded]
     default = statistics.median(known) if known else DEFAULT_DURATION
-    group_of = deal({n: recorded.get(n, default) for n in slow}, PROCESS_GROUPS)
+    # One bundle for the tests of the session's real services: one cluster and one server per run.
+    bundle_of = {
+        item.nodeid: SERVICES_BUNDLE for item in items if set(REAL_SERVICE_FIXTURES) & set(item.fixturenames)
+    }
+    group_of = deal({n: recorded.get(n, default) for n in slow}, PROCESS_GROUPS, bundle_of)
     for item in items:
         if item.nodeid in group_of:
             item.add_marker(pytest.mark.xdist_group(f"processes-{group_of[item.nodeid]}"))

@@ -19,14 +19,23 @@ def read_durations(path: Path) -> dict[str, float]:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def deal(durations: dict[str, float], groups: int) -> dict[str, int]:
+def deal(durations: dict[str, float], groups: int, bundle_of: dict[str, str] | None = None) -> dict[str, int]:
     """nodeid -> group: longest first, each to the group with the least total so far (ties: the
-    lower group, and equal durations in nodeid order, so the deal is the same on every worker)."""
+    lower group, and equal durations in nodeid order, so the deal is the same on every worker).
+    The tests of one bundle (`bundle_of`: nodeid -> bundle name) are dealt as one item of their
+    summed duration, so that they share a group: tests of one session-scoped real service (a Ray
+    cluster, an MLflow server) then start it on one worker, not on both, and its idle processes
+    do not sit on the other worker's cores for the rest of the run."""
+    bundle_of = bundle_of or {}
+    members: dict[str, list[str]] = {}
+    for nodeid in durations:
+        members.setdefault(bundle_of.get(nodeid, nodeid), []).append(nodeid)
+    weights = {item: sum(durations[n] for n in nodeids) for item, nodeids in members.items()}
     totals = [0.0] * groups
     group_of = {}
-    for nodeid, seconds in sorted(durations.items(), key=lambda item: (-item[1], item[0])):
+    for item, seconds in sorted(weights.items(), key=lambda entry: (-entry[1], entry[0])):
         group = min(range(groups), key=lambda g: (totals[g], g))
-        group_of[nodeid] = group
+        group_of.update(dict.fromkeys(members[item], group))
         totals[group] += seconds
     return group_of
 

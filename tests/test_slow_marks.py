@@ -24,6 +24,13 @@ def test_the_deal_is_longest_first_to_the_lighter_group():
     assert deal({"x": 1.0, "y": 1.0}, 2) == {"x": 0, "y": 1}  # equal durations: in nodeid order
 
 
+def test_a_bundle_is_dealt_as_one_item_of_its_summed_duration_into_one_group():
+    durations = {"a": 10.0, "b": 8.0, "s1": 5.0, "s2": 4.0, "s3": 3.0}
+    group_of = deal(durations, 2, {"s1": "services", "s2": "services", "s3": "services"})
+    assert group_of == {"s1": 0, "s2": 0, "s3": 0, "a": 1, "b": 1}  # 12 s of services, then 10 + 8
+    assert deal(durations, 2)["s1"] != deal(durations, 2)["s2"]  # unbundled, they would part
+
+
 def test_the_durations_file_takes_a_measurement_that_moved_and_forgets_deleted_files():
     here = "tests/test_slow_marks.py::t"
     recorded = {here + "1": 100.0, here + "2": 100.0, "tests/no_such_file.py::t": 5.0}

@@ -6,6 +6,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import yaml
@@ -97,6 +99,50 @@ def wait_or_kill(driver: subprocess.Popen, timeout: float = 300) -> int:
     except subprocess.TimeoutExpired:
         driver.kill()
         raise
+
+
+class Terminal:
+    """The CLI in a subprocess, stdout and stderr as one terminal, each line with when it came
+    (`lines`: seconds since the start, line). Its own session, so that `os.killpg(process.pid,
+    SIGINT)` reaches its whole group, as Ctrl-C in a terminal does."""
+
+    def __init__(self, *args: str, cwd: Path) -> None:
+        self.started = time.monotonic()
+        self.lines: list[tuple[float, str]] = []
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "vitscale", *args],
+            cwd=cwd,
+            env=cli_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.append((time.monotonic() - self.started, line.rstrip("\n")))
+
+    def __enter__(self) -> Terminal:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        """A CLI still running when the test ends (it failed) goes, with in-process Ray's
+        processes: they share its process group."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def wait(self, timeout: float = 600) -> int:
+        code = self.process.wait(timeout=timeout)
+        self._reader.join(timeout=30)
+        return code
+
+    @property
+    def text(self) -> str:
+        return "\n".join(line for _, line in self.lines)
 
 
 def _default_sigint() -> None:

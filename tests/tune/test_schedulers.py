@@ -10,6 +10,7 @@ from study_helpers import child_runs, vitscale, write_study
 
 from vitscale.study import load_study
 from vitscale.study.errors import SpecError
+from vitscale.tracking import layout
 from vitscale.tune.arm_asha import ArmScheduler, scheduler_for
 
 TWO_ARMS = {"model.mixer": {"grid": ["attention", "ssog"]}}
@@ -79,6 +80,41 @@ def test_hyperband_stops_a_trial_whose_pause_was_in_flight_when_its_bracket_fini
     assert stopped == [a]
 
 
+def test_hyperband_halves_a_bracket_of_four_points(tmp_path):
+    """max_t 4, reduction_factor 2: the first bracket is HyperBand's most aggressive (4 points at
+    epoch 1, 2 at 2, 1 at 4). Ray's own starts with the bracket that never halves and stopped
+    none of the 4 points."""
+    options = {"type": "hyperband", "max_t": 4, "reduction_factor": 2}
+    spec = load_study(write_study(tmp_path, "hb4", scheduler=options), [])
+    scheduler = scheduler_for(spec, "val_top1", "max", 4)
+    stopped = []
+
+    def stop(t):
+        t.status = "TERMINATED"
+        stopped.append(t.trial_id)
+        scheduler.on_trial_remove(tune, t)
+
+    tune = SimpleNamespace(get_live_trials=lambda: [], stop_trial=stop)
+    trials = [_trial(name, "attention") for name in "abcd"]
+    for t, score in zip(trials, (0.4, 0.3, 0.2, 0.1), strict=True):
+        t.status, t.is_saving, t.score = "RUNNING", False, score
+        scheduler.on_trial_add(tune, t)
+    decisions = []
+    for t in trials:
+        decisions.append(scheduler.on_trial_result(tune, t, {"epoch": 1, "val_top1": t.score}))
+        t.status = "PAUSED" if decisions[-1] == "PAUSE" else t.status
+    assert decisions == ["PAUSE", "PAUSE", "PAUSE", "STOP"] and stopped == ["c"]
+    a, b = trials[:2]
+    assert scheduler.choose_trial_to_run(tune) in (a, b)
+    a.status = b.status = "RUNNING"
+    assert scheduler.on_trial_result(tune, a, {"epoch": 2, "val_top1": 0.4}) == "PAUSE"
+    a.status = "PAUSED"
+    assert scheduler.on_trial_result(tune, b, {"epoch": 2, "val_top1": 0.3}) == "STOP"
+    assert scheduler.choose_trial_to_run(tune) is a  # the last of the four goes on to max_t
+    a.status = "RUNNING"
+    assert scheduler.on_trial_result(tune, a, {"epoch": 3, "val_top1": 0.4}) == "CONTINUE"
+
+
 def test_early_stopping_needs_one_objective(tmp_path):
     study = write_study(
         tmp_path,
@@ -115,3 +151,5 @@ def test_a_small_study_runs_under_hyperband(tmp_path):
     assert len(runs) == 4
     assert all(r.data.tags["vitscale.status"] == "FINISHED" for r in runs)
     assert all("val_loss" in r.data.metrics for r in runs)  # each trained an epoch (epoch is the step)
+    # the first bracket halves at epoch 1 (2 points, one kept), under Ray's own nothing stopped
+    assert any(r.data.tags[layout.STOPPED_EARLY] == "true" for r in runs)

@@ -163,6 +163,9 @@ def test_a_storage_folder_that_cannot_be_made_is_one_line_and_no_mlflow_run(tmp_
     assert MlflowClient(tracking_uri=uri).get_experiment_by_name("unwritable-storage") is None
 
 
+KILL_EPOCHS = 6  # per trial of the killed study
+
+
 def test_driver_killed_mid_study_then_resume_finishes_exactly_the_plan(tmp_path):
     study = write_study(
         tmp_path,
@@ -175,14 +178,14 @@ def test_driver_killed_mid_study_then_resume_finishes_exactly_the_plan(tmp_path)
     )
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     results = tmp_path / "results"
-    # 12 epochs: long enough that three trials are still to run at the kill
-    command = study_run(study, uri, results, "--quiet", "--set", "trial.train.epochs=12")
+    # one trial at a time: three are still to run when the first one's last epoch is in
+    command = study_run(study, uri, results, "--quiet", "--set", f"trial.train.epochs={KILL_EPOCHS}")
     driver = start_vitscale(*command, cwd=tmp_path, start_new_session=True)
     try:
         deadline = time.time() + 300
         while time.time() < deadline:  # kill as soon as one trial reported its last epoch to Tune:
             # with reused workers a tiny trial takes about a second, so poll Tune's files, not MLflow
-            if any(_epochs(f) >= 12 for f in results.glob("resume-tiny/*/*/result.json")):
+            if any(_epochs(f) >= KILL_EPOCHS for f in results.glob("resume-tiny/*/*/result.json")):
                 break
             assert driver.poll() is None, "the study ended before it could be killed"
             time.sleep(0.05)
@@ -218,7 +221,7 @@ def test_driver_killed_mid_study_then_resume_finishes_exactly_the_plan(tmp_path)
     client = MlflowClient(tracking_uri=uri)
     for run in finished:
         steps = [m.step for m in client.get_metric_history(run.info.run_id, "val_loss")]
-        assert steps == list(range(1, 13))  # no lost and no doubled epochs
+        assert steps == list(range(1, KILL_EPOCHS + 1))  # no lost and no doubled epochs
     others = [r for r in runs if r not in finished]
     assert all(r.data.tags["vitscale.status"] == "KILLED" for r in others)
 

@@ -1,6 +1,8 @@
 """Submitted studies on the real two-node local cluster (infra/local) with a real MLflow server:
 the storage check on every node, and a submitted quickstart that outlives its cluster and resumes,
-its runs naming the submitting checkout's commit (and its uncommitted edit).
+its runs naming the submitting checkout's commit (and its uncommitted edit); what the job server
+unpacked for it holds the tracked files and the diff as a file, never the untracked `.env` (one
+job, one cluster start, for both).
 
 What the storage check can show here: the nodes of infra/local share this machine's filesystem, so
 there only the temp-dir rule can refuse a path (a path inside a node's own Ray temp dir, which Ray
@@ -177,44 +179,22 @@ def _dirty_checkout(folder: Path) -> tuple[Path, str, str]:
     return folder, commit, edit
 
 
-@pytest.mark.timeout(900)
-def test_a_submitted_job_gets_the_tracked_files_and_the_diff_as_a_file_never_the_env_or_secrets(
-    mlflow_server, tmp_path
-):
-    """Through a real job server: what Ray unpacks as the job's working_dir on the head holds the
-    tracked code with the uncommitted edit and `.vitscale-git.diff`, not the untracked `.env`; the
-    job as the job API lists it (GET /api/jobs/, its runtime_env included) holds neither the secret
-    nor the diff."""
-    checkout, _, edit = _dirty_checkout(tmp_path / "checkout")
-    temp_dir = short_temp_dir()
-    try:
-        cluster = start_ray_cluster(temp_dir, workers=0, cpus_per_node=1)
-        job_id = vitscale(
-            "study", "submit", "studies/quickstart.yaml", "--address", cluster.dashboard_url,
-            "--tracking-uri", mlflow_server, *[arg for item in TINY for arg in ("--set", item)], cwd=checkout,
-        ).stdout.split()[-1]  # fmt: skip
-        deadline = time.time() + 600
-        unpacked = []
-        while not unpacked and time.time() < deadline:  # the head unpacks it before the entrypoint runs
-            unpacked = list(Path(temp_dir).glob("session_*/runtime_resources/working_dir_files/*/README.md"))
-            time.sleep(0.5)
-        assert unpacked, _job_status(cluster.dashboard_url, job_id)
-        working_dir = unpacked[0].parent
-        uploaded = {str(p.relative_to(working_dir)) for p in working_dir.rglob("*") if p.is_file()}
-        readme, diff = (
-            (working_dir / "README.md").read_text(),
-            (working_dir / ".vitscale-git.diff").read_text(),
-        )
-        with urllib.request.urlopen(f"{cluster.dashboard_url}/api/jobs/", timeout=30) as response:
-            listed = response.read().decode()
-    finally:
-        stop_ray_cluster(temp_dir)  # and its temp dir with the unpacked upload
-    assert edit in readme and edit in diff  # the working tree's code runs; the driver logs the diff
-    assert ".env" not in uploaded and not any(name.startswith(".git/") for name in uploaded)
-    assert "platform/vitscale/cli/app.py" in uploaded and "studies/quickstart.yaml" in uploaded
-    assert job_id in listed and SECRET not in listed and edit not in listed
-    [job] = [j for j in json.loads(listed) if j.get("submission_id") == job_id]
-    assert job["runtime_env"]["env_vars"]["VITSCALE_GIT_DIFF_FILE"] == ".vitscale-git.diff"
+def _what_the_head_unpacked(cluster, temp_dir: str, job_id: str) -> tuple[set[str], str, str, str]:
+    """Through the real job server: the files Ray unpacked as the job's working_dir on the head
+    (before the entrypoint runs), its README.md and `.vitscale-git.diff`, and the job as the job
+    API lists it (GET /api/jobs/, its runtime_env included)."""
+    deadline = time.time() + 600
+    unpacked = []
+    while not unpacked and time.time() < deadline:
+        unpacked = list(Path(temp_dir).glob("session_*/runtime_resources/working_dir_files/*/README.md"))
+        time.sleep(0.5)
+    assert unpacked, _job_status(cluster.dashboard_url, job_id)
+    working_dir = unpacked[0].parent
+    uploaded = {str(p.relative_to(working_dir)) for p in working_dir.rglob("*") if p.is_file()}
+    readme, diff = (working_dir / "README.md").read_text(), (working_dir / ".vitscale-git.diff").read_text()
+    with urllib.request.urlopen(f"{cluster.dashboard_url}/api/jobs/", timeout=30) as response:
+        listed = response.read().decode()
+    return uploaded, readme, diff, listed
 
 
 @pytest.mark.timeout(1500)
@@ -234,6 +214,7 @@ def test_a_submitted_quickstart_outlives_its_cluster_and_resumes_from_the_laptop
             "study", "submit", "studies/quickstart.yaml", "--address", cluster.dashboard_url,
             "--tracking-uri", mlflow_server, *sets, cwd=checkout,
         ).stdout.split()[-1]  # fmt: skip
+        uploaded, readme, diff, listed = _what_the_head_unpacked(cluster, first, job_id)
         deadline = time.time() + 600
         while _finished(mlflow_server) < 1:
             status = _job_status(cluster.dashboard_url, job_id)
@@ -245,6 +226,15 @@ def test_a_submitted_quickstart_outlives_its_cluster_and_resumes_from_the_laptop
         assert not list(Path(first).rglob("ray_results"))  # nothing in Ray's temp dir (working_dir)
     finally:
         stop_ray_cluster(first)  # the head goes mid-study, and its temp dir with it
+    # The job got the tracked files with the uncommitted edit and the diff as a file, never the
+    # untracked `.env` or `.git`; the job as listed holds neither the secret nor the diff.
+    assert edit in readme and edit in diff  # the working tree's code runs; the driver logs the diff
+    assert ".env" not in uploaded and not any(name.startswith(".git/") for name in uploaded)
+    assert "platform/vitscale/cli/app.py" in uploaded and "studies/quickstart.yaml" in uploaded
+    assert job_id in listed and SECRET not in listed and edit not in listed
+    [job] = [j for j in json.loads(listed) if j.get("submission_id") == job_id]
+    assert job["runtime_env"]["env_vars"]["VITSCALE_GIT_DIFF_FILE"] == ".vitscale-git.diff"
+
     assert not Path(first).exists() and _finished(mlflow_server) < PLANNED
     assert (execution / "vitscale-study.json").is_file() and list(execution.glob("experiment_state*.json"))
     assert list(execution.glob("*/checkpoint_*")), sorted(p.name for p in execution.iterdir())

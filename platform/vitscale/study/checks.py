@@ -21,7 +21,7 @@ from vitscale.study.kinds import STUDY_RULES
 from vitscale.study.population import population_problems
 from vitscale.study.resolve import space_points, trial_data
 from vitscale.study.space import GRID_LIMIT, SpaceCycle, TooManyPoints, providers
-from vitscale.study.spec import StudySpec
+from vitscale.study.spec import SEARCH_SCHEDULERS, StudySpec
 from vitscale.train.config import TrialConfig
 from vitscale.validation import error_items
 
@@ -45,30 +45,57 @@ def _objectives(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
         seen.add(objective.metric)
 
 
+def _stopper(spec: StudySpec) -> tuple[str, str]:
+    """(key, name) of what stops trials early: a search algorithm with its own stopping (bohb),
+    else scheduler.type."""
+    if spec.search.algorithm in SEARCH_SCHEDULERS:
+        return "search.algorithm", spec.search.algorithm
+    return "scheduler.type", spec.scheduler.type
+
+
 def _scheduler_objectives(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
+    key, name = _stopper(spec)
     if spec.scheduler.type != "fifo" and len(spec.objectives) > 1:
         yield Problem(
-            "scheduler.type",
-            f"{spec.scheduler.type} stops trials on one metric but there are {len(spec.objectives)} objectives; "
+            key,
+            f"{name} stops trials on one metric but there are {len(spec.objectives)} objectives; "
             "use fifo or a single objective",
         )
 
 
 def _scheduler_epochs(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
     sched = spec.scheduler
+    key, name = _stopper(spec)
     budgeted = spec.trial.train.train_flops is not None or "train.train_flops" in {
         *(spec.arms or {}),
         *spec.space,
     }
     if sched.type in ("asha", "hyperband") and budgeted:
         yield Problem(
-            "scheduler.type",
-            f"{sched.type}'s rungs count epochs, and train.train_flops gives each trial its own number "
-            "of them; use fifo or median",
+            key,
+            f"{name}'s rungs count epochs, and train.train_flops gives each trial its own number "
+            f"of them; use {'another algorithm (e.g. tpe)' if key == 'search.algorithm' else 'fifo or median'}",
         )
         return
     if sched.type in ("asha", "hyperband") and sched.max_t is not None and sched.grace_period > sched.max_t:
         yield Problem("scheduler.grace_period", f"{sched.grace_period} exceeds max_t {sched.max_t}")
+
+
+def _search_scheduler(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
+    """bohb stops its points itself, reading the hyperband section: another scheduler is refused."""
+    own = SEARCH_SCHEDULERS.get(spec.search.algorithm)
+    if own is not None and spec.scheduler.type != own:
+        yield Problem(
+            "scheduler.type",
+            f"{spec.search.algorithm} stops its points with its own HyperBand (per arm), not "
+            f"{spec.scheduler.type}: leave scheduler out or give type: {own}",
+        )
+    if own is not None and spec.scheduler.reduction_factor != int(spec.scheduler.reduction_factor):
+        yield Problem(
+            "scheduler.reduction_factor",
+            f"{spec.scheduler.reduction_factor:g}: {spec.search.algorithm}'s HyperBand keeps 1/n per "
+            "rung for a whole n; give 2, 3, 4 ...",
+        )
 
 
 def _seeds(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
@@ -197,8 +224,9 @@ Check = Callable[[StudySpec, frozenset[str]], Iterable[Problem]]
 # The rules of every study: (sections read, check(spec, removed space parameters)).
 CHECKS: tuple[tuple[frozenset[str], Check], ...] = (
     (frozenset({"kind", "objectives"}), _objectives),
-    (frozenset({"scheduler", "objectives"}), _scheduler_objectives),
-    (frozenset({"scheduler", "trial", "space"}), _scheduler_epochs),
+    (frozenset({"scheduler", "objectives", "search"}), _scheduler_objectives),
+    (frozenset({"scheduler", "trial", "space", "search"}), _scheduler_epochs),
+    (frozenset({"scheduler", "search"}), _search_scheduler),
     (frozenset({"kind", "search", "space", "objectives"}), _seeds),
     (frozenset({"kind", "resources", "trial", "benchmark"}), _resources),
     (frozenset({"scheduler", "search", "space", "trial", "arms"}), population_problems),

@@ -22,6 +22,9 @@ from vitscale.train.config import TrialConfig
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 DEFAULT_NUM_SAMPLES = 16
 BUDGET_MAX_SAMPLES = 1000  # a compute budget's cap on points when search.num_samples is not given
+# Search algorithms that stop their own points early -> the scheduler.type whose section they read
+# (max_t, reduction_factor, grace_period); it is their default, any other type is refused
+SEARCH_SCHEDULERS = {"bohb": "hyperband"}
 
 
 class _Section(BaseModel):
@@ -97,10 +100,11 @@ class BudgetConfig(_Section):
 
 
 class SearchConfig(_Section):
-    algorithm: Literal["grid", "random", "tpe", "nsga2", "cmaes", "qmc", "gp"] = Field(
+    algorithm: Literal["grid", "random", "tpe", "nsga2", "cmaes", "qmc", "gp", "bohb"] = Field(
         "grid",
         description="grid: every point of the space; the others are Optuna samplers (gp: Gaussian-"
-        "process BO)",
+        "process BO; bohb: TPE whose points Optuna's HyperbandPruner stops early per arm, reading "
+        "scheduler's max_t, reduction_factor and grace_period)",
     )
     num_samples: int | None = Field(
         None, ge=1, description=f"points a sampler draws (default {DEFAULT_NUM_SAMPLES}); not for grid"
@@ -370,6 +374,9 @@ class StudySpec(_Section):
                 self.search.num_samples = budget.trials or BUDGET_MAX_SAMPLES
         if self.search.fidelity and self.search.confirm is None and not self.tuned_from:
             self.search.confirm = ConfirmConfig()  # low-fidelity tuning is confirmed at full fidelity
+        own = SEARCH_SCHEDULERS.get(self.search.algorithm)
+        if own is not None and "type" not in self.scheduler.model_fields_set:
+            self.scheduler.type = own
         if self.scheduler.max_t is None and self.scheduler.type in ("asha", "hyperband"):
             self.scheduler.max_t = max_epochs(self)
         return self

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -77,6 +78,12 @@ def quiet_artifact_progress():
         yield
     finally:
         os.environ.pop(key, None)
+
+
+def artifact_text(client: Any, run_id: str, path: str) -> str:
+    """One small text artifact of a run (a study's spec, its comparison record), read without a bar."""
+    with tempfile.TemporaryDirectory() as folder, quiet_artifact_progress():
+        return Path(client.download_artifacts(run_id, path, folder)).read_text()
 
 
 def refuse_file_store(uri: str) -> None:

@@ -191,8 +191,7 @@ def fit(
     autocast = precision_autocast(train_cfg.precision, device)
     progress = EpochProgress(
         enabled=show_progress,
-        epochs=plan.epochs,
-        steps=steps_per_epoch,
+        plan=plan,
         header=f"train on {device}: {openmp.describe(threads)}",  # how its threads wait: vitscale.openmp
     )
     checkpoint = find_checkpoint(checkpoint_dir)

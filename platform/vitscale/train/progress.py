@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from vitscale.train.budget import TrainingPlan
+
 
 class EpochProgress:
-    """One bar per epoch over its steps; prints a line of metrics when an epoch ends."""
+    """One bar per epoch over its steps (a FLOP budget's last epoch has fewer: the plan says how
+    many); prints a line of metrics when an epoch ends."""
 
-    def __init__(self, enabled: bool, epochs: int, steps: int, header: str = "") -> None:
+    def __init__(self, enabled: bool, plan: TrainingPlan, header: str = "") -> None:
         self.enabled = enabled
         self.header = header  # printed first: what the run runs on (device, threads)
-        self.epochs = epochs
-        self.steps = steps
+        self.plan = plan
+        self.epochs = plan.epochs
+        self.steps = plan.steps_per_epoch  # of the epoch under way (set by `begin`)
         self._progress: Progress | None = None
         self._task = None
 
@@ -36,6 +40,7 @@ class EpochProgress:
             self._progress.__exit__(*exc)
 
     def begin(self, epoch: int) -> None:
+        self.steps = self.plan.steps_in(epoch)
         if self._progress is not None:
             self._task = self._progress.add_task(
                 "", total=self.steps, epoch=epoch, epochs=self.epochs, loss="-"

@@ -8,10 +8,12 @@ among trials of one arm only. A study whose space does not vary mixer or regime 
 the plain scheduler. Every kind stops on the first objective (single objective, see spec.checks).
 
 - `asha`: `ASHAScheduler` (asynchronous successive halving; trials never pause).
-- `hyperband`: `HyperBandScheduler` (synchronous: a trial pauses at a rung until its bracket is
-  full, then the best 1/reduction_factor go on from their checkpoints); which trial runs next is
-  asked of each arm's scheduler in turn. Ray's HyperBand can leave a trial PAUSED forever in a
-  finished bracket (see `_stop_paused_in_finished_brackets`); we stop it.
+- `hyperband`: `tune.hyperband.HyperBand`, Ray's `HyperBandScheduler` made to stop trials in a
+  small study (synchronous: a trial pauses at a rung until its bracket's trials reached it, then
+  the best 1/reduction_factor go on from their checkpoints); which trial runs next is asked of
+  each arm's scheduler in turn, and each settles the paused trials Ray would leave PAUSED forever.
+- `bohb` (`search.algorithm: bohb`, whatever scheduler.type says: it must say hyperband):
+  `tune.bohb.HyperbandPruning`, Optuna's HyperbandPruner (asynchronous; nothing pauses).
 - `median`: `MedianStoppingRule` (stop a trial whose best result is below the median of the
   running averages of the arm's other trials at the same epoch, once `min_samples_required`
   trials of the arm reached it, after `grace_period` epochs); with fewer, Tune may pause a trial to let pending ones run (it
@@ -22,13 +24,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, HyperBandScheduler, MedianStoppingRule
+from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, MedianStoppingRule
 
 from vitscale.study import flatten, resolve_trial
 from vitscale.tracking import layout
+from vitscale.tune.bohb import HyperbandPruning
+from vitscale.tune.hyperband import HyperBand
 from vitscale.tune.scheduler_registry import SchedulerKind, register_scheduler
 
-KINDS = {"asha": ASHAScheduler, "hyperband": HyperBandScheduler, "median": MedianStoppingRule}
+# scheduler.type -> scheduler of one arm; a search algorithm listed here stops its own points
+# (study.spec.SEARCH_SCHEDULERS: the scheduler section it reads) and overrides scheduler.type
+KINDS = {
+    "asha": ASHAScheduler,
+    "hyperband": HyperBand,
+    "median": MedianStoppingRule,
+    "bohb": HyperbandPruning,
+}
 
 
 def arm_of_config(config: dict[str, Any], spec) -> str:
@@ -39,20 +50,21 @@ def arm_of_config(config: dict[str, Any], spec) -> str:
 def scheduler_for(spec, metric: str, mode: str, epochs: int):
     """The spec's scheduler, one instance per arm; FIFO when none is asked for."""
     sched = spec.scheduler
+    kind = spec.search.algorithm if spec.search.algorithm in KINDS else sched.type
     common = {"time_attr": "epoch", "metric": metric, "mode": mode}
-    if sched.type == "asha":
+    if kind in ("asha", "bohb"):
         options = {
             "max_t": sched.max_t or epochs,
             "grace_period": sched.grace_period,
             "reduction_factor": sched.reduction_factor,
         }
-    elif sched.type == "hyperband":
+    elif kind == "hyperband":
         options = {"max_t": sched.max_t or epochs, "reduction_factor": sched.reduction_factor}
-    elif sched.type == "median":
+    elif kind == "median":
         options = {"grace_period": sched.grace_period, "min_samples_required": sched.min_samples_required}
     else:
         return FIFOScheduler()
-    return ArmScheduler(spec, sched.type, **common, **options)
+    return ArmScheduler(spec, kind, **common, **options)
 
 
 class ArmScheduler(FIFOScheduler):
@@ -108,28 +120,15 @@ class ArmScheduler(FIFOScheduler):
     def on_trial_remove(self, tune_controller, trial) -> None:
         self._added(tune_controller, trial).on_trial_remove(tune_controller, trial)
 
-    @staticmethod
-    def _stop_paused_in_finished_brackets(tune_controller, scheduler) -> None:
-        """Ray's HyperBand stops the paused trials of a bracket only while processing the result
-        that finishes it. It misses two ways, and the study then waits forever with nothing
-        running: the last other trial arrives as a completion (its final report and its return
-        land together; a removal of a finished bracket is not processed), or the trial's pause
-        is still in flight (RUNNING, saving) when the bracket finishes. A paused trial of a
-        finished bracket reached max_t and has nothing left to run: stop it."""
-        for band in getattr(scheduler, "_hyperbands", ()):  # HyperBandScheduler's brackets
-            for bracket in band:
-                if bracket is not None and bracket.finished():
-                    bracket.cleanup_full(tune_controller)
-
     def choose_trial_to_run(self, tune_controller):
         if self.kind != "hyperband":
             return super().choose_trial_to_run(tune_controller)
+        for scheduler in self._by_arm.values():  # asked every step: a cheap place to sweep
+            scheduler.resume_or_stop_paused(tune_controller)
         for scheduler in self._by_arm.values():
             trial = scheduler.choose_trial_to_run(tune_controller)
             if trial is not None:
                 return trial
-        for scheduler in self._by_arm.values():  # asked every step: a cheap place to sweep
-            self._stop_paused_in_finished_brackets(tune_controller, scheduler)
         return None
 
     def debug_string(self) -> str:
@@ -142,5 +141,5 @@ class ArmScheduler(FIFOScheduler):
 ArmASHA = ArmScheduler  # the name earlier pickled experiments (and imports) use
 
 
-for _name in ("fifo", *KINDS):
+for _name in ("fifo", "asha", "hyperband", "median"):  # scheduler.type values (bohb: a search algorithm)
     register_scheduler(_name, SchedulerKind(build=scheduler_for))

@@ -146,13 +146,35 @@ def connect(address: str | None = None, num_cpus: int | None = None, num_gpus: i
             # a laptop study would run on whatever cluster was left up (or fail on num_cpus).
             # No dashboard: it adds a process and seconds to Ray's start (20 -> 25 s on a busy
             # 2-core machine), and the progress lines and `vitscale ui` show a study.
-            context = ray.init(
-                "local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False, **kwargs
-            )
+            context = _start_local(num_cpus, num_gpus, kwargs)
     except ConnectionError as exc:
         raise _unreachable(address, exc) from None
     for line in ready_lines(context, address, time.monotonic() - started):
         print(line, flush=True)
+
+
+STARTUP_TIMEOUT = "The current node timed out during startup"  # Ray's own words; its wait is 30 s, fixed
+
+
+def _start_local(num_cpus: int | None, num_gpus: int | None, kwargs: dict, attempts: int = 2):
+    """In-process Ray, started again once when its raylet misses Ray's fixed 30 s registration wait
+    (a machine at load 70 did; the second start succeeded), else one line instead of a traceback."""
+    import ray
+
+    for attempt in range(1, attempts + 1):
+        try:
+            return ray.init("local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False, **kwargs)
+        except Exception as exc:  # Ray raises a bare Exception for this
+            if not str(exc).startswith(STARTUP_TIMEOUT):
+                raise
+            ray.shutdown()
+            if attempt == attempts:
+                load = ", ".join(f"{v:.0f}" for v in os.getloadavg())
+                raise UserError(
+                    f"in-process Ray did not start: its node missed Ray's 30 s startup wait {attempts} "
+                    f"times (load average {load}); retry when the machine is less busy"
+                ) from None
+            print("in-process Ray's node timed out during startup; starting it again ...", flush=True)
 
 
 def ready_lines(context, address: str | None, seconds: float) -> list[str]:

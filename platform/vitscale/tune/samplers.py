@@ -54,6 +54,7 @@ def _qmc(seed: int | None, n_objectives: int, concurrent: bool = False) -> optun
 # (sampler seed, number of objectives, concurrent=trials may run side by side) -> sampler
 SAMPLERS: dict[str, Callable[..., optuna.samplers.BaseSampler]] = {
     "tpe": _tpe,
+    "bohb": _tpe,  # BOHB's model; its points are stopped by HyperBand per arm (tune.bohb)
     "nsga2": _nsga2,
     "cmaes": _cmaes,
     "gp": _gp,

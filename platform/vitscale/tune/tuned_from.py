@@ -15,8 +15,6 @@ with the source run.
 from __future__ import annotations
 
 import json
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -53,11 +51,6 @@ def _source_run(client, name: str, uri: str):
     )
 
 
-def _artifact_text(client, run_id: str, path: str) -> str:
-    with tempfile.TemporaryDirectory() as folder:
-        return Path(client.download_artifacts(run_id, path, folder)).read_text()
-
-
 def _matching_choice(arm: dict[str, Any], choices: list[dict], name: str) -> dict:
     """The one source choice whose arm values this arm contains."""
     found = [
@@ -81,8 +74,8 @@ def borrowed_choices(spec: StudySpec, uri: str) -> tuple[dict[str, dict], dict[s
     client = store.client_for(uri)
     run = _source_run(client, name, uri)
     run_id = run.info.run_id
-    state = json.loads(_artifact_text(client, run_id, COMPARISON_ARTIFACT))
-    source_spec = yaml.safe_load(_artifact_text(client, run_id, SPEC_ARTIFACT)) or {}
+    state = json.loads(store.artifact_text(client, run_id, COMPARISON_ARTIFACT))
+    source_spec = yaml.safe_load(store.artifact_text(client, run_id, SPEC_ARTIFACT)) or {}
     tuning_seeds = set((source_spec.get("search") or {}).get("seeds") or [])
     reused = sorted(tuning_seeds & set(spec.final.seeds))
     if reused:

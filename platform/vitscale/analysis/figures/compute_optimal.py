@@ -27,9 +27,10 @@ EXTRAPOLATION = "extrapolation (beyond measured N, D or C)"
 
 
 def flops_label(value: float) -> str:
-    """2e12 -> '2e12' (FLOPs span many decades; SI prefixes run out)."""
-    mantissa, exponent = f"{value:.0e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
+    """2e12 -> '2e12', 3.2e12 -> '3.2e12' (FLOPs span many decades; SI prefixes run out; two
+    digits, so the budgets between measured ones, 3.2e12 .. 6.4e12 in tenths, read apart)."""
+    mantissa, exponent = f"{value:.1e}".split("e")
+    return f"{mantissa.removesuffix('.0')}e{int(exponent)}"
 
 
 def flops_axis(axis) -> None:

@@ -9,8 +9,6 @@ They are stored in runs.parquet's metadata so `--from` redraws the same report w
 from __future__ import annotations
 
 import json
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -32,7 +30,7 @@ def parent_context(client: Any, parent: Any) -> dict:
             reference = None
     space = analysis = fidelity = None
     try:
-        doc = yaml.safe_load(_artifact_text(client, parent, SPEC_ARTIFACT)) or {}
+        doc = yaml.safe_load(store.artifact_text(client, parent.info.run_id, SPEC_ARTIFACT)) or {}
         doc = doc if isinstance(doc, dict) else {}
         space = doc.get("space") if isinstance(doc.get("space"), dict) else None
         analysis = doc.get("analysis") if isinstance(doc.get("analysis"), dict) else None
@@ -50,18 +48,13 @@ def parent_context(client: Any, parent: Any) -> dict:
     }
 
 
-def _artifact_text(client: Any, parent: Any, path: str) -> str:
-    with tempfile.TemporaryDirectory() as tmp, store.quiet_artifact_progress():
-        return Path(client.download_artifacts(parent.info.run_id, path, tmp)).read_text()
-
-
 def _confirmations(client: Any, parent: Any) -> dict | None:
     """{arm tag: its confirmation record} from `comparison.json` (logged when the study finished);
     None for a study that confirmed nothing (no RANK_TRANSFER tag), while it runs, or unreadable."""
     if layout.RANK_TRANSFER not in parent.data.tags:
         return None  # no download for studies that never confirmed
     try:
-        record = json.loads(_artifact_text(client, parent, layout.COMPARISON_ARTIFACT))
+        record = json.loads(store.artifact_text(client, parent.info.run_id, layout.COMPARISON_ARTIFACT))
     except (store.mlflow_exception(), OSError, json.JSONDecodeError):
         return None
     choices = record.get("choices") if isinstance(record, dict) else None
