@@ -126,7 +126,7 @@ class ArmPopulation(FIFOScheduler):
         picks = []
         for arm, scheduler in self._by_arm.items():
             view = _ArmView(tune_controller, lambda t, arm=arm: self._arm.get(t.trial_id) == arm)
-            trial = scheduler.choose_trial_to_run(view)
+            trial = scheduler.choose_trial_to_run(view) or _stalled(view)
             if trial is not None:
                 picks.append((scheduler._trial_state[trial].last_train_time, trial))
         return min(picks, key=lambda pick: pick[0])[1] if picks else None
@@ -136,6 +136,17 @@ class ArmPopulation(FIFOScheduler):
             [f"{self.name} per arm ({len(self._by_arm)} arms)"]
             + [f"{arm}: {s.debug_string()}" for arm, s in sorted(self._by_arm.items())]
         )
+
+
+def _stalled(view):
+    """A waiting member of an arm with none running: Ray's synchronous PBT perturbs on a result,
+    and waits for members whose last result never reaches it (their last epoch is not passed on,
+    or they ended while a resumed driver restored the rest), so nothing would ever run again."""
+    trials = view.get_trials()
+    if any(t.status == "RUNNING" for t in trials):
+        return None
+    waiting = [t for t in trials if t.status in ("PENDING", "PAUSED")]
+    return waiting[0] if waiting else None
 
 
 def population_points(spec) -> list[dict[str, Any]]:
