@@ -24,6 +24,7 @@ SPACES = sorted((ROOT / "search_spaces").glob("*.yaml"))
 EXPECTED_TRIALS = {
     "quickstart.yaml": 18,  # 2 mixers x 3 regimes x 3 seeds (width 32)
     "tuned_quickstart.yaml": 28,  # 4 arms x (4 TPE samples x 1 seed + 3 final seeds)
+    "tuned_quickstart_pbt.yaml": 28,  # 4 arms x (4 PBT members + 3 final seeds)
     "paper_cifar100_tuned.yaml": 162,  # 6 arms x (24 TPE samples + 3 final seeds)
     "scaling_quickstart.yaml": 30,  # 2 mixers x 5 widths x 3 seeds
     "paper_cifar100_discrete.yaml": 18,  # 2 mixers x 3 sizes x 3 seeds

@@ -18,6 +18,7 @@ from vitscale.kinds import study_kind
 from vitscale.study.check_space import check_against_trial, check_structure
 from vitscale.study.errors import Problem
 from vitscale.study.kinds import STUDY_RULES
+from vitscale.study.population import population_problems
 from vitscale.study.resolve import space_points, trial_data
 from vitscale.study.space import GRID_LIMIT, SpaceCycle, TooManyPoints, providers
 from vitscale.study.spec import SEARCH_SCHEDULERS, StudySpec
@@ -228,6 +229,7 @@ CHECKS: tuple[tuple[frozenset[str], Check], ...] = (
     (frozenset({"scheduler", "search"}), _search_scheduler),
     (frozenset({"kind", "search", "space", "objectives"}), _seeds),
     (frozenset({"kind", "resources", "trial", "benchmark"}), _resources),
+    (frozenset({"scheduler", "search", "space", "trial", "arms"}), population_problems),
 )
 
 

@@ -23,7 +23,7 @@ from vitscale.study.distributions import Param
 from vitscale.study.errors import SpecError
 from vitscale.study.kinds import STUDY_RULES
 from vitscale.study.paths import flatten_section, lookup
-from vitscale.study.spec import StudySpec
+from vitscale.study.spec import POPULATION_OPTIONS, StudySpec
 from vitscale.study.yamlio import dump
 from vitscale.tracking import layout
 from vitscale.train.config import TrialConfig, flatten, logged_params
@@ -83,6 +83,8 @@ def describe_point(point: Mapping[str, Any], seed: int | None = None, sample: in
     its variants and its number ('ssog · #7 · s0'), its numbers being in the params."""
     values: dict[str, Any] = {}
     for key, value in point.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            value = f"{len(value)}-step schedule"  # a replayed train.schedule: its steps are in the params
         values.update(flatten_section(key, value) if isinstance(value, dict) else {key: value})
     if sample is not None:
         values = {k: v for k, v in values.items() if isinstance(v, str)}
@@ -165,6 +167,9 @@ def spec_dict(spec: StudySpec) -> dict[str, Any]:
             data.pop(key, None)
     if data["search"].get("confirm") is None:  # set for comparisons tuned at a fidelity only
         data["search"].pop("confirm", None)
+    for key in POPULATION_OPTIONS:  # pbt / pb2 only: other specs hash as before
+        if data["scheduler"].get(key) is None:
+            data["scheduler"].pop(key, None)
     return data
 
 

@@ -31,6 +31,17 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# population-based schedulers (pbt, pb2): defaults of options left unset (None keeps the spec's hash)
+DEFAULT_PERTURBATION_INTERVAL = 1
+DEFAULT_QUANTILE_FRACTION = 0.25
+DEFAULT_RESAMPLE_PROBABILITY = 0.25
+POPULATION_OPTIONS = (
+    "perturbation_interval",
+    "quantile_fraction",
+    "resample_probability",
+    "hyperparam_mutations",
+)
+
 DEFAULT_CONFIRM_TOP_K = 3  # a comparison tuned at search.fidelity confirms this many points per arm
 MIN_CONFIRM_TOP_K = 3  # fewer points cannot show a ranking transfers (Spearman needs 3)
 
@@ -149,9 +160,12 @@ class Objective(_Section):
 
 
 class SchedulerConfig(_Section):
-    type: Literal["fifo", "asha", "hyperband", "median"] = Field(
+    type: Literal["fifo", "asha", "hyperband", "median", "pbt", "pb2"] = Field(
         "fifo",
-        description="asha, hyperband, median stop poor trials early, comparing trials of one arm only",
+        description="asha, hyperband, median stop poor trials early, comparing trials of one arm only; "
+        "pbt, pb2 (population-based training) evolve each arm's population: every "
+        "perturbation_interval epochs its worst members continue from a best member's checkpoint "
+        "with changed values (pbt: perturbed or resampled; pb2: chosen by a Gaussian-process bandit)",
     )
     grace_period: int = Field(1, ge=1, description="asha, median: epochs every trial runs")
     reduction_factor: float = Field(
@@ -162,6 +176,29 @@ class SchedulerConfig(_Section):
     )
     min_samples_required: int = Field(
         3, ge=1, description="median: trials of the arm needed at an epoch before stopping any"
+    )
+    perturbation_interval: int | None = Field(
+        None, ge=1, description=f"pbt, pb2: epochs between exploits (default {DEFAULT_PERTURBATION_INTERVAL})"
+    )
+    quantile_fraction: float | None = Field(
+        None,
+        gt=0,
+        le=0.5,
+        description="pbt, pb2: the share of the arm's population that exploits (the worst) and is "
+        f"copied (the best) (default {DEFAULT_QUANTILE_FRACTION})",
+    )
+    resample_probability: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="pbt: chance that an exploit draws a value afresh from its distribution instead "
+        f"of perturbing it (x0.8 or x1.2, a neighbouring choice) (default {DEFAULT_RESAMPLE_PROBABILITY})",
+    )
+    hyperparam_mutations: dict[str, Param] | None = Field(
+        None,
+        description="pbt, pb2: trial path -> distribution (as in space:) of the values an exploit may "
+        "change, among those a trained model can carry on with (train.lr, train.weight_decay, "
+        "train.label_smoothing, train.grad_clip); pb2: ranges only; default: those of the space",
     )
 
 

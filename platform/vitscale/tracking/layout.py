@@ -63,6 +63,11 @@ RESULT_DID_NOT_TRAIN = "did_not_train"  # 1.0 in the final epoch's result of a t
 RESULT_DISCARDED_CHECKPOINT = "discarded_checkpoint"  # "<checkpoint>: <why>": restarted from epoch 0
 RESULT_WORKER_GROUP = "worker_group"  # a Ray Train trial's placement group (hex id): tune.distributed_trial
 RESULT_NODES_SPANNED = "nodes_spanned"  # nodes a simulated trial's workers sit on: tune.cluster_scale
+# JSON list of {epoch, values, cloned_from?}: in the last result of a trial whose values changed
+# while it trained (a PBT/PB2 member, a replayed train.schedule; train.hyper_schedule)
+RESULT_SCHEDULE = "schedule"
+SCHEDULE_ARTIFACT = "schedule.json"  # that schedule on the trial's child run
+EXPLOITS = "vitscale.exploits"  # tag: how often that trial continued from another member's checkpoint
 
 # Where runs go unless `--tracking-uri`, the environment or a study's `tracking.uri` says otherwise
 # (`tracking.store.resolve_tracking_uri` applies that order).

@@ -11,6 +11,7 @@ logged twice.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from vitscale.tracking.layout import (  # noqa: F401
     RESULT_FAILURE_REASON,
     RESULT_NODE_ID,
     RESULT_PLANNED_EPOCHS,
+    RESULT_SCHEDULE,
 )
 from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT
 from vitscale.tracking.queued import QUEUE_DIR, QueuedClient, queued_client
@@ -50,6 +52,7 @@ _TUNE_KEYS = {
     "timesteps_since_restore",
     RESULT_PLANNED_EPOCHS,
     RESULT_DISCARDED_CHECKPOINT,
+    RESULT_SCHEDULE,
 }
 
 
@@ -224,6 +227,10 @@ class MlflowStudyCallback(Callback):
         store.set_tags(client, run_id, tags)
         store.log_params(client, run_id, layout.constant_params(result))
         self.log_trial_files(trial, run_id, checkpoint=self.checkpoints == "all" and status == "FINISHED")
+        if result.get(RESULT_SCHEDULE):  # its values changed while it trained (a PBT member, a replay)
+            client.log_text(run_id, result[RESULT_SCHEDULE], layout.SCHEDULE_ARTIFACT)
+            exploits = sum("cloned_from" in step for step in json.loads(result[RESULT_SCHEDULE]))
+            store.set_tags(client, run_id, {layout.EXPLOITS: exploits})
         if status == "FINISHED":
             for path in trial_artifacts.final_predictions(trial):
                 client.log_artifact(run_id, str(path), PREDICTIONS_ARTIFACT)

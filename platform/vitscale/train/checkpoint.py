@@ -50,6 +50,8 @@ class TrainState:
     history: list[dict[str, float]]
     model_config: dict[str, Any] | None = None  # the model as built: lets a checkpoint be a teacher
     trial_config: dict[str, Any] | None = None  # the resolved trial: its data, for `vitscale evaluate`
+    # the hyperparameter values trained with, as steps (train.hyper_schedule); None: written before
+    schedule: list[dict[str, Any]] | None = None
 
 
 def capture_rng(data_generator: torch.Generator) -> dict[str, Any]:

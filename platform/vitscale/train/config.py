@@ -12,6 +12,7 @@ from vitscale.data.config import DataConfig
 from vitscale.data.registry import recommended_recipe
 from vitscale.models.config import ModelConfig
 from vitscale.precision import resolve_precision
+from vitscale.train.hyper_schedule import ScheduleStep
 
 # Used where neither the trial nor the data set's recommended recipe sets a value.
 GENERIC_RECIPE: dict[str, Any] = {
@@ -193,6 +194,13 @@ class TrainConfig(BaseModel):
         "of a report; reported only, nothing selects on it; the final phase of a comparison turns it on",
     )
     threads: int | None = Field(None, ge=1, description="torch CPU threads; default: the trial's CPUs")
+    schedule: list[ScheduleStep] | None = Field(
+        None,
+        description="values that change while the trial trains, from the given epochs on: "
+        "[{epoch: 1, values: {train.lr: 3.0e-3}}, {epoch: 4, values: {train.lr: 3.6e-3}}] (the peak "
+        "lr moves, the warmup-cosine factor goes on); a population-based member's schedule, as its "
+        "run records it and a comparison's final phase replays it",
+    )
     distill: DistillConfig | None = Field(
         None, description="trajectory distillation from a trained teacher (ODE students); null = off"
     )

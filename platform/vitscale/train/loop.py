@@ -7,6 +7,7 @@ call; resuming from a checkpoint continues bit-for-bit on CPU.
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from vitscale.models import build
 from vitscale.models.config import ModelConfig
 from vitscale.models.measure import count_params
 from vitscale.precision import autocast as precision_autocast
-from vitscale.tracking.layout import CURVE_TEST_TOP1, RESULT_PLANNED_EPOCHS
+from vitscale.tracking.layout import CURVE_TEST_TOP1, RESULT_PLANNED_EPOCHS, RESULT_SCHEDULE
 from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT, write_predictions
 from vitscale.train.budget import budget_plan, epochs_plan
 from vitscale.train.checkpoint import (
@@ -42,6 +43,7 @@ from vitscale.train.cost import CostMeter
 from vitscale.train.distill import EpochDistillStats, make_distiller
 from vitscale.train.distributed import ONE_PROCESS, Distributed
 from vitscale.train.evaluate import did_not_train, evaluate, split_predictions
+from vitscale.train.hyper_schedule import apply_values, record_step, values_at, values_of
 from vitscale.train.optimizer import make_optimizer
 from vitscale.train.progress import EpochProgress
 from vitscale.train.resolution_eval import evaluate_at_resolutions
@@ -97,6 +99,7 @@ def fit(
     show_progress: bool = False,
     distributed: Distributed = ONE_PROCESS,
     on_start: Callable[[], None] | None = None,
+    continued_from: str | None = None,
 ) -> FitResult:
     """Train one trial. Raises TrialDiverged / SolverError / TrialOutOfMemory (all TrialFailure).
 
@@ -109,6 +112,9 @@ def fit(
     `on_start()` is called once the data is loaded and the model, optimiser and checkpoint are
     ready, before anything is reported: a caller that records the trial (`vitscale train`'s MLflow
     run) starts it there, so a trial its data or teacher refuses leaves no record behind.
+    `continued_from`: `resume_from` is another trial's checkpoint (a PBT member exploiting that
+    one, named so): this trial goes on from its weights with its own values (`train.lr`, ...),
+    and the schedule it reports (`RESULT_SCHEDULE`) says so.
     """
     device = distributed.device or resolve_device(config.train.device, "train.device")
     config = config.resolved().with_precision(device.type)  # as the checkpoint records it
@@ -152,6 +158,11 @@ def fit(
         raise UserError("train.distill: distillation trains in one process; set resources.workers: 1")
 
     history: list[dict[str, float]] = []
+    # the SCHEDULABLE values this trial trained with, as steps (train.hyper_schedule): its own,
+    # or those of the member whose checkpoint it continues, then its own from there
+    lived: list[dict] = []
+    base_values = values_of(train_cfg)
+    group_roles = [(g["lr_scale"], g["decays"]) for g in optimizer.param_groups]
     predictions: dict[str, dict[str, np.ndarray]] = {}
     start = find_checkpoint(checkpoint_dir) if resume_from is None else Path(resume_from)
     if start is not None and start.is_dir():
@@ -164,6 +175,15 @@ def fit(
         restore_rng(state.rng, generator)
         history = list(state.history)
         cost.resume(history)
+        lived = [dict(step) for step in state.schedule or ()]
+        for group, (scale, decays) in zip(optimizer.param_groups, group_roles, strict=True):
+            group.update(lr_scale=scale, decays=decays)  # a checkpoint written before they were kept
+    if not lived and history:  # a checkpoint written before schedules were kept: its own values
+        lived = [{"epoch": 1, "values": base_values}]
+    epoch_values = values_at(base_values, train_cfg.schedule, len(history) + 1)
+    stepped = record_step(lived, len(history) + 1, epoch_values, continued_from)
+    if (stepped and history) or epoch_values != base_values:  # not the optimiser's values (yet)
+        apply_values(optimizer, scheduler, epoch_values)
 
     if on_start is not None:
         on_start()
@@ -200,7 +220,7 @@ def fit(
                         logits, extra, parts = distiller.forward(model, images, first_step + step - 1)
                         distill_stats.add(parts)
                     loss = F.cross_entropy(
-                        logits.float(), labels, label_smoothing=config.train.label_smoothing
+                        logits.float(), labels, label_smoothing=epoch_values["train.label_smoothing"]
                     )
                     if extra is not None:
                         loss = loss + extra
@@ -210,8 +230,8 @@ def fit(
                 optimizer.zero_grad(set_to_none=True)
                 with model.blocks.backward_guard():  # the regime's: what backward can fail with
                     loss.backward()
-                if config.train.grad_clip is not None:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), config.train.grad_clip)
+                if epoch_values["train.grad_clip"] is not None:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), epoch_values["train.grad_clip"])
                 optimizer.step()
                 scheduler.step()
                 loss_sum += loss.detach()
@@ -242,6 +262,11 @@ def fit(
     with progress:
         for epoch in range(len(history) + 1, plan.epochs + 1):
             t0 = time.perf_counter()
+            scheduled = values_at(base_values, train_cfg.schedule, epoch)
+            if scheduled != epoch_values:  # train.schedule changes them from this epoch on
+                epoch_values = scheduled
+                record_step(lived, epoch, epoch_values)
+                apply_values(optimizer, scheduler, epoch_values)
             if device.type == "cuda":  # peak_memory_mb: this epoch's peak (CPU: the process's, ever)
                 torch.cuda.reset_peak_memory_stats(device)
             train_stats = train_epoch(epoch)
@@ -269,6 +294,8 @@ def fit(
             }
             if last:
                 metrics["did_not_train"] = float(did_not_train(metrics["val_top1"], bundle.num_classes))
+                if len(lived) > 1:  # the values changed while it trained: the schedule it lived
+                    metrics[RESULT_SCHEDULE] = json.dumps(lived, sort_keys=True)
             if last and train_cfg.evaluate_test:  # finished: test with per-image predictions, reported only
                 test_stats, predictions["test"] = split_predictions(
                     runner, bundle, config, autocast, "test", distributed
@@ -306,6 +333,7 @@ def fit(
                         scheduler=scheduler.state_dict(),
                         rng=capture_rng(generator),
                         history=history,
+                        schedule=lived,
                         model_config=model_config.model_dump(mode="json"),
                         trial_config=config.model_dump(mode="json"),
                     ),

@@ -34,6 +34,9 @@ def make_optimizer(model: nn.Module, config) -> torch.optim.AdamW:
                 "params": params,
                 "weight_decay": config.weight_decay if decays else 0.0,
                 "lr": config.lr * scale,
+                # kept on the group: a new lr or weight decay mid-training (train.hyper_schedule)
+                "lr_scale": scale,
+                "decays": decays,
             }
             for (decays, scale), params in ordered
         ],

@@ -30,6 +30,7 @@ from vitscale.study import flatten, resolve_trial
 from vitscale.tracking import layout
 from vitscale.tune.bohb import HyperbandPruning
 from vitscale.tune.hyperband import HyperBand
+from vitscale.tune.scheduler_registry import SchedulerKind, register_scheduler
 
 # scheduler.type -> scheduler of one arm; a search algorithm listed here stops its own points
 # (study.spec.SEARCH_SCHEDULERS: the scheduler section it reads) and overrides scheduler.type
@@ -138,3 +139,7 @@ class ArmScheduler(FIFOScheduler):
 
 
 ArmASHA = ArmScheduler  # the name earlier pickled experiments (and imports) use
+
+
+for _name in ("fifo", "asha", "hyperband", "median"):  # scheduler.type values (bohb: a search algorithm)
+    register_scheduler(_name, SchedulerKind(build=scheduler_for))

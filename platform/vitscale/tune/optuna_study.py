@@ -39,6 +39,7 @@ from vitscale.sqlite_files import check_sqlite
 from vitscale.study import StudySpec
 from vitscale.study.comparison import arm_list
 from vitscale.study.distributions import label
+from vitscale.study.population import is_population
 from vitscale.tracking import layout
 from vitscale.tune.kinds import TUNE_KINDS
 from vitscale.tune.storage import LATEST_FILE, STATE_FILE, read_state
@@ -59,8 +60,9 @@ def uses_optuna(spec) -> bool:
 
 
 def samples_space(spec) -> bool:
-    """A study that searches its own space does with Optuna unless it is a grid."""
-    return spec.search.algorithm != "grid"
+    """A study that searches its own space does with Optuna unless it is a grid, or a population
+    that PBT / PB2 evolves (drawn up front: `tune.arm_population`)."""
+    return spec.search.algorithm != "grid" and not is_population(spec)
 
 
 def no_optuna_study(spec) -> bool:
@@ -69,8 +71,9 @@ def no_optuna_study(spec) -> bool:
 
 
 def arms_sample(spec) -> bool:
-    """A comparison whose arms are tuned by a sampler: one Optuna study per arm, in one storage."""
-    return TUNE_KINDS[spec.kind].optuna_per_arm and spec.search.algorithm != "grid"
+    """A comparison whose arms are tuned by a sampler: one Optuna study per arm, in one storage
+    (not a population PBT / PB2 evolves)."""
+    return TUNE_KINDS[spec.kind].optuna_per_arm and samples_space(spec)
 
 
 def study_names(spec) -> list[str]:

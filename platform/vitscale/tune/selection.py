@@ -14,7 +14,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from vitscale.tracking.tune_callback import RESULT_FAILURE_REASON, RESULT_PLANNED_EPOCHS
+from vitscale.tracking.tune_callback import RESULT_FAILURE_REASON, RESULT_PLANNED_EPOCHS, RESULT_SCHEDULE
 
 
 @dataclass
@@ -61,6 +61,15 @@ def _finite(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def point_of(config: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
+    """The point a trial ran: its config's, with the schedule it lived (`train.schedule`) when its
+    values changed while it trained (a PBT member): re-run, that schedule is replayed."""
+    point = dict(config["point"])
+    if metrics.get(RESULT_SCHEDULE):
+        point["train.schedule"] = json.loads(metrics[RESULT_SCHEDULE])
+    return point
+
+
 def choose(results, arm: str, values: dict[str, Any], seeds: list[int], metric: str, mode: str) -> ArmChoice:
     """The best point of one arm's tuning `results` (a Ray Tune ResultGrid or list of Results)."""
     groups: dict[str, dict[str, Any]] = {}
@@ -70,10 +79,9 @@ def choose(results, arm: str, values: dict[str, Any], seeds: list[int], metric: 
         if "point" not in config:
             continue
         total += 1
-        key = json.dumps(config["point"], sort_keys=True, default=str)
-        group = groups.setdefault(
-            key, {"point": config["point"], "values": {}, "sample": config.get("sample")}
-        )
+        point = point_of(config, result.metrics or {})
+        key = json.dumps(point, sort_keys=True, default=str)
+        group = groups.setdefault(key, {"point": point, "values": {}, "sample": config.get("sample")})
         value = (result.metrics or {}).get(metric)
         ok = _complete(result) and _finite(value)
         group["values"][config.get("seed")] = float(value) if ok else None

@@ -87,12 +87,29 @@ def train_trial(config: dict[str, Any], spec) -> None:
     try:
         restored = tune.get_checkpoint()
         resume_from = Path(restored.to_directory(str(workdir / "restored"))) if restored else None
-        fit_from(trial, report, workdir / "checkpoint", resume_from, restored and restored.path, extra)
+        continued_from = other_trial(restored.path, tune.get_context().get_trial_id()) if restored else None
+        fit_from(
+            trial,
+            report,
+            workdir / "checkpoint",
+            resume_from,
+            restored and restored.path,
+            extra,
+            continued_from=continued_from,
+        )
     except TrialFailure as exc:
         trial_log(f"failed: {exc.reason}: {' '.join(str(exc).split())}")
         tune.report(failure_result(spec, last, extra, exc))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def other_trial(checkpoint_path: str, trial_id: str) -> str | None:
+    """The trial whose checkpoint trial `trial_id` restores, when not its own: a PBT member
+    exploiting another continues from that member's checkpoint (trial folders are named by
+    trial id, `tune.tuner`)."""
+    owner = Path(checkpoint_path).parent.name
+    return owner if owner != trial_id else None
 
 
 def failure_result(spec, last: dict[str, float], extra: dict, exc: TrialFailure) -> dict:
@@ -117,12 +134,14 @@ def fit_from(
     source: str | None,
     extra: dict,
     distributed: Distributed = ONE_PROCESS,
+    continued_from: str | None = None,
 ):
     """`fit` resumed from `resume_from` (Tune's copy of the checkpoint at `source`); a damaged one
     is discarded: the trial starts from epoch 0, its log and its results (`extra`) say which.
     MLflow gets no epoch twice: the driver's callback skips the steps the child run already has,
     and a restarted trial's epochs are the same ones again (same seed, same data order). Every
-    worker of a multi-worker trial reads the same checkpoint, so they all discard it or none."""
+    worker of a multi-worker trial reads the same checkpoint, so they all discard it or none.
+    `continued_from`: the other trial whose checkpoint this is (`other_trial`), for `fit`."""
     try:
         return fit(
             trial,
@@ -130,6 +149,7 @@ def fit_from(
             checkpoint_dir=checkpoint_dir,
             resume_from=resume_from,
             distributed=distributed,
+            continued_from=continued_from,
         )
     except DamagedCheckpoint as exc:
         if resume_from is None or exc.path.parent != resume_from:

@@ -20,14 +20,22 @@ from vitscale.study import (
 )
 from vitscale.tracking.tune_callback import MlflowStudyCallback, TrialDescription
 from vitscale.tracking.wandb import wandb_callbacks
-from vitscale.tune import optuna_study, signed_storage, snapshot_period
-from vitscale.tune.arm_asha import scheduler_for
+from vitscale.tune import (  # noqa: F401 (arm_asha, pb2, pbt: their schedulers register on import)
+    arm_asha,
+    optuna_study,
+    pb2,
+    pbt,
+    signed_storage,
+    snapshot_period,
+)
+from vitscale.tune.arm_population import INITIAL
 from vitscale.tune.budget import budget_of
 from vitscale.tune.execution_modes import execution_mode
 from vitscale.tune.kinds import TUNE_KINDS
 from vitscale.tune.progress import ProgressCallback
 from vitscale.tune.replicates import ReplicatedSearcher
 from vitscale.tune.samplers import SAMPLERS
+from vitscale.tune.scheduler_registry import scheduler_kind
 
 CHECKPOINTS_KEPT = 4  # per trial; see RunConfig below
 BENCH_COLUMNS = ["mixer", "regime", "resolution", "attention_backend"]  # a benchmark point's keys
@@ -48,8 +56,9 @@ def describe_trial(config: dict, spec) -> TrialDescription:
 def describe_train_trial(config: dict, spec) -> TrialDescription:
     """A trial that trains: the trial as the trainable runs it (`run_trial`), the active sections
     only (`run_params`). The replicate key hashes the trial as resolved before (threads and unused
-    sections included), so runs of one configuration logged before and after keep one group."""
-    point, seed = config["point"], config["seed"]
+    sections included), so runs of one configuration logged before and after keep one group.
+    A population member is described as it was drawn (`INITIAL`): its values change as it trains."""
+    point, seed = config.get(INITIAL) or config["point"], config["seed"]
     sample = config.get("sample") if spec.search.algorithm != "grid" else None
     return TrialDescription(
         run_name=describe_point(point, seed, sample),
@@ -65,10 +74,11 @@ def _define_by_run(trial, spec):
 
 def _scheduler(spec):
     """FIFO, or ASHA / HyperBand / median stopping within each arm (mixer x regime): see
-    `tune.arm_asha`."""
+    `tune.arm_asha`; or PBT / PB2 within each arm (`tune.arm_population`): the registered
+    entry of `scheduler.type` (`tune.scheduler_registry`)."""
     objective = spec.objectives[0]
     epochs = spec.trial.resolved().train.epochs if spec.scheduler.type != "fifo" else 0
-    return scheduler_for(spec, objective.metric, objective.mode, epochs)
+    return scheduler_kind(spec).build(spec, objective.metric, objective.mode, epochs)
 
 
 def _search(spec, directory, storage_url: str = "", parent_run_id: str = "", optuna_name: str = ""):
@@ -87,7 +97,11 @@ def every_point_search(
 def space_search(spec, directory, storage_url: str = "", parent_run_id: str = "", optuna_name: str = ""):
     """A searched space: its grid, or its sampler. Samplers use the Optuna study `optuna_name`
     (default: the vitscale study's name; a comparison arm's is `<study>/<arm>`) in `storage_url`
-    (see `tune.optuna_study`)."""
+    (see `tune.optuna_study`). A population-based scheduler evolves a population drawn up front
+    in place of a searcher (`SchedulerKind.population`)."""
+    population = scheduler_kind(spec).population
+    if population is not None:
+        return population(spec)
     if spec.search.algorithm == "grid":
         return every_point_search(spec)
     metrics = [o.metric for o in spec.objectives]
@@ -191,7 +205,9 @@ def build_tuner(
             # can name a checkpoint a few epochs old: keep that many, or a driver killed between two
             # snapshots leaves a trial whose checkpoint "does not exist on storage anymore". Tune
             # forces a snapshot once a trial saved num_to_keep since the last (tune.snapshot_period).
-            checkpoint_config=tune.CheckpointConfig(num_to_keep=CHECKPOINTS_KEPT),
+            checkpoint_config=tune.CheckpointConfig(
+                num_to_keep=CHECKPOINTS_KEPT + scheduler_kind(spec).extra_checkpoints(spec)
+            ),
             # Each trial's stdout/stderr in its folder (synced to storage with every checkpoint),
             # logged to its child run at completion (tracking.trial_artifacts).
             log_to_file=True,
