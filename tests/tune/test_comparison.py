@@ -313,6 +313,26 @@ def test_without_a_terminal_the_arm_table_is_never_folded_mid_number(capsys, mon
     assert stdout_console().width == 60
 
 
+def test_a_pbt_members_schedule_shows_as_its_steps_in_the_arm_table():
+    """A PBT arm's tuned point holds `train.schedule` (its steps): one line per step's values, not
+    the list of dicts that made the table three screens wide."""
+    from rich.console import Console
+
+    from vitscale.cli.run_cmd import arm_table
+
+    schedule = [
+        {"epoch": 1, "values": {"train.lr": 0.00125}, "cloned_from": None},
+        {"epoch": 2, "values": {"train.lr": 0.0015}, "cloned_from": "a1b2c_00001"},
+    ]
+    row = dict(arm="model.mixer=attention", point={"train.lr": 0.00125, "train.schedule": schedule},
+               tuning_score=0.8, final_runs=1, val_top1=0.8, test_top1=0.79)  # fmt: skip
+    console = Console(width=100, record=True)
+    console.print(arm_table([row]))
+    text = console.export_text()
+    assert "schedule=e1: lr=0.00125; e2: lr=0.0015" in text
+    assert "cloned_from" not in text and "{" not in text
+
+
 @pytest.mark.parametrize("key", ["model.mlp_ratio", "model.width"])
 def test_parameter_matched_arms_are_within_two_percent_of_their_reference(tmp_path, key):
     """`match`: SSoG has no queries or keys (2·C² fewer weights per mixer), so at equal width it has

@@ -344,7 +344,16 @@ def arm_table(rows: list[dict]) -> Table:
 
 
 def _short(value) -> str:
-    return f"{value:.3g}" if isinstance(value, float) else str(value)
+    """A value in a narrow column: floats in 3 digits, a PBT member's schedule as its steps."""
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, list) and value and all(isinstance(s, dict) and "epoch" in s for s in value):
+        return "; ".join(
+            f"e{step['epoch']}: "
+            + ", ".join(f"{k.rsplit('.', 1)[-1]}={_short(v)}" for k, v in step["values"].items())
+            for step in value
+        )
+    return str(value)
 
 
 def ui_address(tracking_uri: str) -> str:
