@@ -22,6 +22,7 @@ from vitscale.analysis.figures.axes import axis_figure
 from vitscale.analysis.figures.compute_optimal import compute_figures
 from vitscale.analysis.figures.curves import learning_curve_figures
 from vitscale.analysis.figures.resolution import accuracy_throughput_figure, accuracy_vs_resolution_figure
+from vitscale.analysis.figures.search_progress import search_progress_figure
 from vitscale.analysis.kinds import ANALYSIS_KINDS
 from vitscale.analysis.load.beside import SideTable
 from vitscale.analysis.load.curves import CURVES, fetch_curves
@@ -59,8 +60,10 @@ from vitscale.analysis.statistics.fronts import (
 from vitscale.analysis.statistics.importance import analyse_importance
 from vitscale.analysis.statistics.learning_curves import arm_curves, curve_run_ids
 from vitscale.analysis.statistics.resolution import eval_resolutions, resolution_points
+from vitscale.analysis.statistics.search_progress import search_lines
 from vitscale.analysis.statistics.tuning import add_tuning
 from vitscale.analysis.statistics.verdicts import compare_arms
+from vitscale.kinds import study_kind
 
 
 @dataclass
@@ -159,6 +162,18 @@ def learning_curves(a: Analysis) -> None:
     res.curves = arm_curves(res.arms, res.runs, curves, res.converged_threshold)
     res.curve_figures = learning_curve_figures(res.curves, res.out_dir / "figures")
     res.figure_paths += res.curve_figures
+
+
+def search_progress(a: Analysis) -> None:
+    """Best-so-far objective against compute spent, per searcher (and arm), for studies that
+    searched with a sampler or population-based training (grid studies: nothing)."""
+    res = a.res
+    searcher = a.context.get("searcher")
+    default = study_kind(res.kind).default_objective
+    res.search_lines = search_lines(res.runs, searcher, default)
+    res.search_metric = ((searcher or {}).get("objective") or {}).get("metric") or default[0]
+    res.search_figures = search_progress_figure(res.search_lines, res.search_metric, res.out_dir / "figures")
+    res.figure_paths += res.search_figures
 
 
 def arms_tables(a: Analysis) -> None:
@@ -296,6 +311,7 @@ STEPS: dict[str, Step] = {
     "benchmark_fronts": Step("Pareto fronts", benchmark_fronts),
     "arms_and_verdicts": Step("arms and verdicts", arms_and_verdicts),
     "learning_curves": Step("learning curves", learning_curves),
+    "search_progress": Step("search progress", search_progress),
     "arms_tables": Step("arms.csv, deltas.csv", arms_tables),
     "scaling_fits": Step("scaling-law fits (bootstrap)", fits),
     "compute_optimal": Step("compute-optimal fits (bootstrap)", compute),

@@ -19,7 +19,7 @@ SPEC_ARTIFACT = "spec.yaml"
 
 
 def parent_context(client: Any, parent: Any) -> dict:
-    """{"reference", "space", "fidelity", "analysis", "tuned_from", "confirmation"}: each a mapping
+    """{"reference", "space", "fidelity", "analysis", "searcher", "tuned_from", "confirmation"}: each a mapping
     or None (missing or unreadable); "confirmation" maps each confirmed arm's tag to its record."""
     reference = None
     raw = parent.data.tags.get(layout.REFERENCE)
@@ -28,7 +28,7 @@ def parent_context(client: Any, parent: Any) -> dict:
             reference = json.loads(raw)
         except json.JSONDecodeError:
             reference = None
-    space = analysis = fidelity = None
+    space = analysis = fidelity = searcher = None
     try:
         doc = yaml.safe_load(store.artifact_text(client, parent.info.run_id, SPEC_ARTIFACT)) or {}
         doc = doc if isinstance(doc, dict) else {}
@@ -36,15 +36,31 @@ def parent_context(client: Any, parent: Any) -> dict:
         analysis = doc.get("analysis") if isinstance(doc.get("analysis"), dict) else None
         search = doc.get("search") if isinstance(doc.get("search"), dict) else {}
         fidelity = search.get("fidelity") if isinstance(search.get("fidelity"), dict) else None
+        searcher = _searcher(doc, search)
     except (store.mlflow_exception(), OSError, yaml.YAMLError):
-        space = analysis = fidelity = None
+        space = analysis = fidelity = searcher = None
     return {
         "reference": reference if isinstance(reference, dict) else None,
         "space": space,
         "fidelity": fidelity,
         "analysis": analysis,
+        "searcher": searcher,
         "tuned_from": _json_tag(parent, layout.TUNED_FROM),
         "confirmation": _confirmations(client, parent),
+    }
+
+
+def _searcher(doc: dict, search: dict) -> dict:
+    """{"algorithm", "sampler_seed", "scheduler", "objective": {"metric", "mode"}}: how the study
+    searched (the best-so-far curves' lines and the score they follow)."""
+    scheduler = doc.get("scheduler") if isinstance(doc.get("scheduler"), dict) else {}
+    objectives = doc.get("objectives") if isinstance(doc.get("objectives"), list) else []
+    first = objectives[0] if objectives and isinstance(objectives[0], dict) else None
+    return {
+        "algorithm": search.get("algorithm"),
+        "sampler_seed": search.get("sampler_seed"),
+        "scheduler": scheduler.get("type"),
+        "objective": first,
     }
 
 

@@ -20,6 +20,7 @@ from vitscale.analysis.report.compute_optimal import compute_section
 from vitscale.analysis.report.curves import curves_section
 from vitscale.analysis.report.markdown import figure, num, outcomes, pm, si, table
 from vitscale.analysis.report.resolution import resolution_section
+from vitscale.analysis.report.search_progress import search_progress_section
 from vitscale.analysis.report.transfer import transfer_section
 from vitscale.analysis.result import AnalysisResult
 from vitscale.analysis.statistics.exponents import METHOD_LABELS, QUANTITY_LABELS
@@ -313,8 +314,8 @@ def importance_section(res: AnalysisResult) -> list[str]:
 
 
 def figures_section(res: AnalysisResult) -> list[str]:
-    """Every figure not shown in its own section (learning curves: *Learning curves*)."""
-    own = set(res.curve_figures)
+    """Every figure not shown in its own section (learning curves, search progress: their own)."""
+    own = set(res.curve_figures) | set(res.search_figures)
     pngs = [p for p in res.figure_paths if p.suffix == ".png" and p not in own]
     out = ["## Figures", ""]
     for p in pngs:
@@ -327,6 +328,7 @@ SECTIONS: dict[str, Callable[[AnalysisResult], list[str]]] = {  # the names Stud
     "deltas": delta_section,
     "arms": arms_section,
     "curves": curves_section,
+    "search_progress": search_progress_section,
     "transfer": transfer_section,
     "resolution": resolution_section,
     "axes": lambda res: axes_section(res.axes),

@@ -1,0 +1,90 @@
+"""Best-so-far against compute: a comparison's tuning trials per arm, analysed offline from a snapshot
+(analysis_stores.fake_run), with the report's numbers checked by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from analysis_stores import fake_run
+
+from vitscale.analysis.load.runs import StudyRuns, runs_to_table, write_snapshot
+from vitscale.analysis.pipeline import analyze
+from vitscale.tracking import layout
+
+ARM_A = "model.mixer=attention,model.regime=discrete"
+ARM_B = "model.mixer=ssog,model.regime=ode"
+# (arm, start time, val_top1 (nan: failed), train_flops), in a shuffled order: start time orders them
+TRIALS = (
+    (ARM_B, 2, 0.615, 2e9),
+    (ARM_A, 1, 0.50, 1e9),
+    (ARM_A, 3, np.nan, 2e9),
+    (ARM_B, 4, 0.62, 2e9),
+    (ARM_A, 5, 0.70, 1e9),
+    (ARM_B, 6, 0.61, 2e9),
+    (ARM_A, 7, 0.65, 1e9),
+)
+SEARCHER = {"algorithm": "tpe", "sampler_seed": 0, "scheduler": "fifo", "objective": None}
+
+
+def _runs() -> list:
+    runs = []
+    for n, (arm, start, val, flops) in enumerate(TRIALS):
+        mixer, regime = (v.split("=")[1] for v in arm.split(","))
+        cfg = {
+            "model.mixer": mixer,
+            "model.regime": regime,
+            "model.width": 16,
+            "train.seed": 0,
+            "train.lr": n,
+        }
+        metrics = {"params": 1e5, "train_flops": flops, **({} if np.isnan(val) else {"val_top1": val})}
+        status = "FAILED" if np.isnan(val) else "FINISHED"
+        tags = {layout.PHASE: "tune", layout.ARM: arm, layout.STATUS: status, layout.KIND: "comparison"}
+        runs.append(fake_run(f"r{n}", f"t{n}", start, cfg, metrics, **tags))
+    return runs
+
+
+def _analyze(tmp_path: Path, searcher: dict | None):
+    table = runs_to_table(_runs(), "s", kind="comparison")
+    context = {"searcher": searcher} if searcher else {}
+    snap = write_snapshot(
+        StudyRuns("s", "comparison", table, ["p1"], context=context), tmp_path / "runs.parquet"
+    )
+    return analyze("s", out=tmp_path / "out", from_parquet=snap, n_boot=0)
+
+
+def test_best_so_far_per_arm_is_monotone_and_the_table_matches_a_hand_count(tmp_path):
+    res = _analyze(tmp_path, SEARCHER)
+    lines = {ln.arm: ln for ln in res.search_lines}
+    assert set(lines) == {ARM_A, ARM_B} and res.search_metric == "val_top1"
+    a, b = lines[ARM_A], lines[ARM_B]
+    # start order 1, 3, 5, 7: the failed trial spends compute and keeps the best
+    assert a.x.tolist() == [1e9, 3e9, 4e9, 5e9]
+    assert a.best.tolist() == pytest.approx([0.50, 0.50, 0.70, 0.70])
+    assert b.best.tolist() == pytest.approx([0.615, 0.62, 0.62])
+    for ln in (a, b):
+        assert np.all(np.diff(ln.best) >= 0)
+    assert a.compute_to_reach() == 4e9  # 0.70 first reached at 4 G
+    assert b.compute_to_reach() == 2e9  # 0.615 is within 1 % of 0.62: the first trial already
+    report = res.report_path.read_text()
+    assert "## Search progress: best-so-far against compute" in report
+    assert "| tpe · attention · discrete | 4 | 70.00 | 4 G | 5 G | train_flops |" in report
+    assert "| tpe · ssog · ode | 3 | 62.00 | 2 G | 6 G | train_flops |" in report
+    assert report.count("search_progress.png") == 1  # in its section, not again under Figures
+    assert (res.out_dir / "figures" / "search_progress.png").stat().st_size > 10_000
+
+
+def test_grid_studies_and_unrecorded_searchers_get_no_search_progress(tmp_path):
+    for i, searcher in enumerate(({**SEARCHER, "algorithm": "grid"}, None)):
+        res = _analyze(tmp_path / str(i), searcher)
+        assert res.search_lines == [] and res.search_figures == []
+        assert "Search progress" not in res.report_path.read_text()
+
+
+def test_a_minimised_objective_keeps_the_lowest_and_pbt_names_the_scheduler(tmp_path):
+    searcher = {**SEARCHER, "scheduler": "pbt", "objective": {"metric": "val_top1", "mode": "min"}}
+    res = _analyze(tmp_path, searcher)
+    a = next(ln for ln in res.search_lines if ln.arm == ARM_A)
+    assert a.searcher == "tpe+pbt" and a.best.tolist() == pytest.approx([0.50, 0.50, 0.50, 0.50])
