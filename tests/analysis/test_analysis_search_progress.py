@@ -83,6 +83,11 @@ def test_grid_studies_and_unrecorded_searchers_get_no_search_progress(tmp_path):
         assert "Search progress" not in res.report_path.read_text()
 
 
+def test_a_grid_started_pbt_searches(tmp_path):
+    res = _analyze(tmp_path, {**SEARCHER, "algorithm": "grid", "scheduler": "pbt"})
+    assert sorted(ln.searcher for ln in res.search_lines) == ["grid+pbt", "grid+pbt"]
+
+
 def test_a_minimised_objective_keeps_the_lowest_and_pbt_names_the_scheduler(tmp_path):
     searcher = {**SEARCHER, "scheduler": "pbt", "objective": {"metric": "val_top1", "mode": "min"}}
     res = _analyze(tmp_path, searcher)

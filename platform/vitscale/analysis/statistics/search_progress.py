@@ -21,6 +21,7 @@ X_SOURCES = ("train_flops", "images_seen")  # the compute each trial spent, firs
 TRIALS = "trials"  # x when no compute was logged: trials run
 NEAR_BEST = 0.99  # the table's compute to reach 99 % of the final best (of its distance from zero)
 UNSEARCHED = ("grid",)  # algorithms that do not choose where to look next: no best-so-far curve
+POPULATION = ("pbt", "pb2")  # schedulers that search by evolving the points (a grid-started PBT too)
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ def searcher_name(searcher: dict | None) -> str | None:
         return None
     scheduler = searcher.get("scheduler")
     name = str(searcher["algorithm"])
-    return f"{name}+{scheduler}" if scheduler in ("pbt", "pb2") else name
+    return f"{name}+{scheduler}" if scheduler in POPULATION else name
 
 
 def _x_unit(runs: pa.Table, rows: list[int]) -> str:
@@ -71,7 +72,8 @@ def search_lines(
 ) -> list[SearchLine]:
     """The best-so-far lines of a study that searched; none for grid studies or an unrecorded searcher."""
     name = searcher_name(searcher)
-    if name is None or searcher.get("algorithm") in UNSEARCHED or not runs.num_rows:
+    grid = searcher is not None and searcher.get("algorithm") in UNSEARCHED
+    if name is None or (grid and searcher.get("scheduler") not in POPULATION) or not runs.num_rows:
         return []
     objective = searcher.get("objective") or {}
     metric = objective.get("metric") or default_objective[0]
