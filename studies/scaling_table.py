@@ -19,15 +19,15 @@ import numpy as np
 
 from vitscale.analysis.load.runs import load_study_runs
 from vitscale.errors import UserError
-from vitscale.models.vit import build
 
 LR_STUDY, GRID_STUDY = "fashion-scaling-lr", "fashion-scaling"
 LR_STUDY_BUDGET = 1.6e12  # fashion_scaling_lr.yaml's train.train_flops
 MIXERS = ("attention", "ssog")
 
 
-def final_cells(study: str, uri: str) -> dict[tuple[float, str, tuple[int, int]], tuple[float, float]]:
-    """{(budget, mixer, (width, depth)): (test top-1 %, lr)} of a study's finished final runs."""
+def final_cells(study: str, uri: str) -> dict[tuple[float, str, tuple[int, int]], tuple[float, float, int]]:
+    """{(budget, mixer, (width, depth)): (test top-1 %, lr, parameters)} of a study's finished final
+    runs (parameters as each run logged them)."""
     table = load_study_runs(study, uri).table.to_pylist()
     cells = {}
     for row in table:
@@ -35,25 +35,12 @@ def final_cells(study: str, uri: str) -> dict[tuple[float, str, tuple[int, int]]
             continue
         budget = row.get("train.train_flops") or LR_STUDY_BUDGET
         size = (int(row["model.width"]), int(row["model.depth"]))
-        cells[(float(budget), row["model.mixer"], size)] = (100 * row["test_top1"], float(row["train.lr"]))
-    return cells
-
-
-def parameters(mixer: str, width: int, depth: int, head_dim: int = 16) -> int:
-    """The size's parameter count, as fashion_scaling builds it (28 px, patch 4, 10 classes)."""
-    model = build(
-        dict(
-            mixer=mixer,
-            width=width,
-            depth=depth,
-            head_dim=head_dim,
-            patch_size=4,
-            image_size=28,
-            in_chans=1,
-            num_classes=10,
+        cells[(float(budget), row["model.mixer"], size)] = (
+            100 * row["test_top1"],
+            float(row["train.lr"]),
+            int(row["params"]),
         )
-    )
-    return sum(p.numel() for p in model.parameters())
+    return cells
 
 
 def markdown(cells: dict) -> str:
@@ -84,7 +71,10 @@ def markdown(cells: dict) -> str:
             row.append(" / ".join(parts))
         lrs = [cells.get((LR_STUDY_BUDGET, m, size)) for m in MIXERS]
         lr = " / ".join(f"{c[1]:g}" for c in lrs) if all(lrs) else "–"
-        params = " / ".join(f"{parameters(m, *size) / 1e3:.1f}k" for m in MIXERS)
+        counts = [
+            next((v[2] for (_, mm, ss), v in cells.items() if mm == m and ss == size), None) for m in MIXERS
+        ]
+        params = " / ".join("–" if n is None else f"{n / 1e3:.1f}k" for n in counts)
         lines.append(f"| {size[0]} · {size[1]} ({params}) | {lr} | " + " | ".join(row) + " |")
     return "\n".join(lines)
 

@@ -18,12 +18,12 @@ def _module():
 def test_the_grid_bolds_each_mixers_best_per_budget_and_takes_the_lr_from_the_lr_study():
     table = _module()
     cells = {
-        (1.6e12, "attention", (16, 2)): (85.5, 8e-3),
-        (1.6e12, "ssog", (16, 2)): (84.4, 4e-3),
-        (1.6e12, "attention", (16, 4)): (85.3, 4e-3),
-        (1.6e12, "ssog", (16, 4)): (85.4, 4e-3),
-        (3.2e12, "attention", (16, 4)): (87.3, 4e-3),
-        (3.2e12, "ssog", (16, 4)): (87.1, 4e-3),
+        (1.6e12, "attention", (16, 2)): (85.5, 8e-3, 7802),
+        (1.6e12, "ssog", (16, 2)): (84.4, 4e-3, 6042),
+        (1.6e12, "attention", (16, 4)): (85.3, 4e-3, 14410),
+        (1.6e12, "ssog", (16, 4)): (85.4, 4e-3, 11514),
+        (3.2e12, "attention", (16, 4)): (87.3, 4e-3, 14410),
+        (3.2e12, "ssog", (16, 4)): (87.1, 4e-3, 11514),
     }
     lines = table.markdown(cells).splitlines()
     assert lines[0].count("FLOPs: attention / SSoG") == 2

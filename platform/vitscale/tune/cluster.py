@@ -32,6 +32,7 @@ from vitscale.errors import UserError
 # Ray's own switch (read by Ray at import, and by every process it starts from their environment).
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+STARTUP_TIMEOUT = "The current node timed out during startup"  # Ray's own words; its wait is 30 s, fixed
 _set_here = False  # whether LOOPBACK_ENV in os.environ is this module's doing (not the user's)
 
 # The driver process's environment for Ray, set when it connects (its entry into Ray): Ray and Tune
@@ -154,9 +155,6 @@ def connect(address: str | None = None, num_cpus: int | None = None, num_gpus: i
         raise _unreachable(address, exc) from None
     for line in ready_lines(context, address, time.monotonic() - started):
         print(line, flush=True)
-
-
-STARTUP_TIMEOUT = "The current node timed out during startup"  # Ray's own words; its wait is 30 s, fixed
 
 
 def _start_local(num_cpus: int | None, num_gpus: int | None, kwargs: dict, attempts: int = 2):
