@@ -19,10 +19,12 @@ def lazy_exports(package: str, table: dict[str, str]) -> Callable[[str], Any]:
     def __getattr__(name: str) -> Any:
         if name in table:
             value = getattr(importlib.import_module(table[name]), name)
-            # Kept on the package: importing a submodule of the same name (vitscale.data.throughput
-            # for `throughput`) set the package's attribute to that module, which every later read
-            # would otherwise get instead of the function.
-            setattr(importlib.import_module(package), name, value)
+            if table[name] == f"{package}.{name}":
+                # Kept on the package: importing the submodule of the same name (vitscale.data.throughput
+                # for `throughput`) set the package's attribute to that module, which every later read
+                # would otherwise get instead of the function. Other names are looked up on every
+                # read, so a patched module-level name (tests' mock.patch) is seen.
+                setattr(importlib.import_module(package), name, value)
             return value
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
