@@ -51,6 +51,8 @@ EXPECTED_TRIALS = {
     "paper_imagenet_vit_s.yaml": 6,
     "searchers_digits.yaml": 60,  # at most 60 points, drawn until 16 trials' training FLOPs are spent
     "searchers_digits_pbt.yaml": 16,  # a population of 16 (the same compute)
+    "searchers_fashion.yaml": 60,  # the same on Fashion-MNIST at low fidelity
+    "searchers_fashion_pbt.yaml": 16,
 }
 
 
