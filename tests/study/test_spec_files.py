@@ -49,6 +49,10 @@ EXPECTED_TRIALS = {
     "fashion_scaling_lr.yaml": 48,  # 12 arms (6 widths x 2 mixers) x (3 lr + 1 final seed)
     "paper_imagenet_vit_ti.yaml": 6,  # 2 mixers x 3 seeds, 8 GPUs per trial
     "paper_imagenet_vit_s.yaml": 6,
+    "searchers_digits.yaml": 60,  # at most 60 points, drawn until 16 trials' training FLOPs are spent
+    "searchers_digits_pbt.yaml": 16,  # a population of 16 (the same compute)
+    "searchers_fashion.yaml": 60,  # the same on Fashion-MNIST at low fidelity
+    "searchers_fashion_pbt.yaml": 16,
 }
 
 

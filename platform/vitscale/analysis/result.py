@@ -19,7 +19,7 @@ from vitscale.analysis.statistics.fits import PowerLawFit
 from vitscale.analysis.statistics.fronts import Front
 from vitscale.analysis.statistics.learning_curves import ArmCurve
 from vitscale.analysis.statistics.resolution import ResolutionPoint
-from vitscale.analysis.statistics.search_progress import SearchLine
+from vitscale.analysis.statistics.search_progress import SearcherSummary, SearchLine
 from vitscale.analysis.statistics.verdicts import Comparison
 from vitscale.kinds import StudyKind, study_kind
 from vitscale.models.registry import mixer_order, regime_order
@@ -50,7 +50,8 @@ class AnalysisResult:
     curves: list[ArmCurve] = field(default_factory=list)  # each arm's learning curve, mark and budget
     converged_threshold: float = DEFAULT_THRESHOLD_POINTS / 100  # gain over the last quarter (fraction)
     curve_figures: list[Path] = field(default_factory=list)  # the learning curves (also in figure_paths)
-    search_lines: list[SearchLine] = field(default_factory=list)  # best-so-far per searcher (and arm)
+    search_lines: list[SearchLine] = field(default_factory=list)  # best-so-far per searcher, seed (and arm)
+    search_summaries: list[SearcherSummary] = field(default_factory=list)  # over seeds, at equal compute
     search_metric: str = ""  # the objective the search lines follow
     search_figures: list[Path] = field(default_factory=list)  # their figure (also in figure_paths)
     seed: int = 0

@@ -60,7 +60,7 @@ from vitscale.analysis.statistics.fronts import (
 from vitscale.analysis.statistics.importance import analyse_importance
 from vitscale.analysis.statistics.learning_curves import arm_curves, curve_run_ids
 from vitscale.analysis.statistics.resolution import eval_resolutions, resolution_points
-from vitscale.analysis.statistics.search_progress import search_lines
+from vitscale.analysis.statistics.search_progress import search_lines, searcher_summaries
 from vitscale.analysis.statistics.tuning import add_tuning
 from vitscale.analysis.statistics.verdicts import compare_arms
 from vitscale.kinds import study_kind
@@ -170,7 +170,8 @@ def search_progress(a: Analysis) -> None:
     res = a.res
     searcher = a.context.get("searcher")
     default = study_kind(res.kind).default_objective
-    res.search_lines = search_lines(res.runs, searcher, default)
+    res.search_lines = search_lines(res.runs, searcher, default, a.context.get("searchers"))
+    res.search_summaries = searcher_summaries(res.search_lines)
     res.search_metric = ((searcher or {}).get("objective") or {}).get("metric") or default[0]
     res.search_figures = search_progress_figure(res.search_lines, res.search_metric, res.out_dir / "figures")
     res.figure_paths += res.search_figures

@@ -64,6 +64,24 @@ def _searcher(doc: dict, search: dict) -> dict:
     }
 
 
+def parent_searchers(parents: list[Any]) -> dict[str, dict]:
+    """{parent run id: {"algorithm", "sampler_seed", "scheduler"}} from each execution's params, so
+    executions of one study with different searchers or sampler seeds (`--set search.algorithm=gp
+    --set search.sampler_seed=1`) each draw their own best-so-far line."""
+    out = {}
+    for parent in parents:
+        params = parent.data.params
+        if not params.get("search.algorithm"):
+            continue
+        seed = params.get("search.sampler_seed")
+        out[parent.info.run_id] = {
+            "algorithm": params["search.algorithm"],
+            "sampler_seed": int(seed) if seed and seed.lstrip("-").isdigit() else None,
+            "scheduler": params.get("scheduler.type"),
+        }
+    return out
+
+
 def _confirmations(client: Any, parent: Any) -> dict | None:
     """{arm tag: its confirmation record} from `comparison.json` (logged when the study finished);
     None for a study that confirmed nothing (no RANK_TRANSFER tag), while it runs, or unreadable."""

@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vitscale.analysis.load.context import parent_context
+from vitscale.analysis.load.context import parent_context, parent_searchers
 from vitscale.errors import UserError
 from vitscale.tracking import layout, store
 from vitscale.tracking.layout import DEFAULT_TRACKING_URI
@@ -198,7 +198,7 @@ def load_study_runs(study: str, tracking_uri: str | None = None, experiment: str
         table=table,
         parent_run_ids=[p.info.run_id for p in parents],
         tracking_uri=uri,
-        context=parent_context(client, newest),
+        context={**parent_context(client, newest), "searchers": parent_searchers(parents)},
     )
 
 
