@@ -1,4 +1,4 @@
-"""Tune's experiment snapshot period grows with the planned trials (bounded), reaches Tune through
+"""Tune's experiment snapshot period grows with the planned trials (bounded; 2 s for PBT/PB2), reaches Tune through
 the variable Ray 2.60 reads, and leaves a value the user set alone."""
 
 from __future__ import annotations
@@ -28,3 +28,15 @@ def test_apply_sets_what_tune_reads_and_the_users_value_wins(monkeypatch):
     monkeypatch.setenv(snapshot_period.ENV, "5")
     snapshot_period.apply(300)
     assert os.environ[snapshot_period.ENV] == "5"
+
+
+def test_population_studies_snapshot_every_2_s_and_the_driver_env_leaves_the_period_to_the_study(
+    monkeypatch,
+):
+    from vitscale.tune import cluster
+
+    assert snapshot_period.period_s(1000, population=True) == snapshot_period.POPULATION_S == 2.0
+    assert snapshot_period.ENV not in cluster.DRIVER_ENV  # a fixed value there read as the user's
+    monkeypatch.delenv(snapshot_period.ENV, raising=False)
+    snapshot_period.apply(1000, population=True)
+    assert os.environ[snapshot_period.ENV] == "2"

@@ -163,6 +163,9 @@ def test_a_study_reuses_one_worker_and_each_trial_matches_a_fresh_fit(tmp_path):
         pids |= {json.loads(line)["pid"] for line in result_file.read_text().splitlines() if line}
     runs = child_runs(uri, "reuse-tiny")
     assert len(runs) == 4 and len(pids) == 1, pids  # one worker ran all four trials
+    # Tune's own files: result.json per trial, no progress.csv or TensorBoard events (tracking.tune_loggers)
+    assert len(list(results.glob("reuse-tiny/*/*/result.json"))) == 4
+    assert not [*results.glob("reuse-tiny/*/*/progress.csv"), *results.glob("reuse-tiny/*/*/events.out.*")]
 
     from mlflow import MlflowClient
 

@@ -264,6 +264,12 @@ class TrackingConfig(_Section):
     wandb: WandbConfig | None = Field(
         None, description="also log every trial to Weights & Biases (extra: wandb)"
     )
+    tensorboard: bool = Field(
+        False,
+        description="Ray Tune's TensorBoard event files in each trial folder (tensorboard --logdir "
+        "<storage>/<study>); off by default: the driver writes them on every reported epoch while the "
+        "trial waits",
+    )
 
 
 def _space_schema(schema: dict) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from vitscale import openmp
 from vitscale.errors import UserError
+from vitscale.tracking.tune_loggers import AUTO_LOGGERS_OFF
 
 # Ray's own switch (read by Ray at import, and by every process it starts from their environment).
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
@@ -36,16 +37,19 @@ STARTUP_TIMEOUT = "The current node timed out during startup"  # Ray's own words
 _set_here = False  # whether LOOPBACK_ENV in os.environ is this module's doing (not the user's)
 
 # The driver process's environment for Ray, set when it connects (its entry into Ray): Ray and Tune
-# read these from the environment only. Tune snapshots the experiment every 2 s, so a killed
-# driver loses little on resume, and does not warn about what that costs. This 2 s wins over
-# `tune.snapshot_period`'s longer period (it reads as the user's): with that period instead, the
-# driver's CPU per trial stayed flat at 300 trials (docs/performance.md), but a PBT study killed
-# and resumed lost logged epochs (tests/tune/test_population.py), so it waits until that is fixed.
+# read these from the environment only. How often Tune snapshots the experiment is
+# `tune.snapshot_period`'s (set per study; 2 s for PBT/PB2): a fixed 2 s here read as the user's
+# choice and overrode it, and every study of many trials paid a whole-experiment rewrite every 2 s
+# (the driver's CPU per trial grew with the trials: docs/performance.md). Tune does not warn about
+# what a snapshot costs.
 DRIVER_ENV = {
     "RAY_DEDUP_LOGS": "1",
     "RAY_AIR_NEW_OUTPUT": "0",
-    "TUNE_GLOBAL_CHECKPOINT_S": "2",
     "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",
+    # Tune's automatic JSON/CSV/TensorBoard loggers ran in the driver on every reported epoch while
+    # the trial waited (8.9 ms a result on the quickstart); the tuner adds the ones a study uses
+    # (tracking.tune_loggers).
+    **AUTO_LOGGERS_OFF,
     # A new raylet prestarts one worker per CPU for the first driver; Tune never uses them (its
     # trial actors carry a runtime env, so they get workers of their own), and on 2 cores their
     # imports (~1.5 s of CPU each) delay the study's own start (issue 30).

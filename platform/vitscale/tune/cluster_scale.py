@@ -45,12 +45,20 @@ from ray.util.placement_group import placement_group_table
 from vitscale.study import load_study
 from vitscale.tracking.layout import RESULT_NODES_SPANNED
 from vitscale.tune import cluster, progress_line
+from vitscale.tune import storage as storage_mod
 from vitscale.tune.execution_modes import worker_groups_at_once
 from vitscale.tune.run import run_study
 from vitscale.tune.simulated_kind import NAME, register_simulated_kind
 from vitscale.tune.storage import LATEST_FILE
 
 STUDY = "cluster-scale"
+# Every node of the simulated cluster shares this machine's cores, so what a real node does on its
+# own cores happens here all at once: each raylet starts up to two worker processes at a time and
+# gives each 60 s (Ray's default) to register, which 32 starts on 2 cores did not meet (16 nodes:
+# "worker startup repeatedly failed"); the storage check starts a process on every node at once.
+# The waits are raised for the simulation only; a study on a real cluster keeps Ray's and ours.
+ONE_MACHINE_ENV = {"RAY_worker_register_timeout_seconds": "900"}
+ONE_MACHINE_PROBE_S = 900.0
 MLFLOW_TABLES = ("runs", "params", "tags", "metrics")  # the rows one write adds
 
 
@@ -123,8 +131,9 @@ def start_cluster(shape: ClusterShape, wait_s: float = 600.0) -> Cluster:
     """`shape.nodes` raylets on 127.0.0.1, without dashboards or prestarted workers. Ray gives a
     raylet 30 s (fixed) to register; on a loaded machine it takes longer and registers after
     `add_node` gave up, so the nodes are counted as the GCS lists them, up to `wait_s`."""
-    for key, value in cluster.DRIVER_ENV.items():  # read by each raylet from its environment
+    for key, value in {**cluster.DRIVER_ENV, **ONE_MACHINE_ENV}.items():  # read by each raylet
         os.environ.setdefault(key, value)
+    storage_mod.PROBE_TIMEOUT_S = max(storage_mod.PROBE_TIMEOUT_S, ONE_MACHINE_PROBE_S)
     cluster.bind_loopback(True)
     node = dict(
         num_cpus=shape.cpus_per_node,

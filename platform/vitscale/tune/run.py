@@ -184,7 +184,7 @@ def run_experiment(execution: StudyExecution, verbose: int = 1):
 
 def resume_experiment(execution: StudyExecution, verbose: int = 1):
     """Continue a study that is one Tune experiment from the state in its folder."""
-    snapshot_period.apply(count_trials(execution.spec))
+    snapshot_period.apply_for(execution.spec)
     tuner = tune.Tuner.restore(
         str(execution.directory),
         trainable=trainable_for(execution.spec),

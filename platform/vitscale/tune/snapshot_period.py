@@ -18,29 +18,47 @@ that whatever the period: once a trial has saved `num_to_keep` checkpoints since
 snapshot, it forces a snapshot (`_ExperimentCheckpointManager.on_trial_checkpoint`), so the one
 named is always among those kept. For trials whose epochs are much shorter than the period that
 forced snapshot, not the period, sets the pace (every CHECKPOINTS_KEPT epochs of the busiest trial).
+
+Population-based studies (PBT, PB2) keep Tune's 2 s: with a longer period a PBT study killed and
+resumed lost logged epochs (a member's val_loss read epochs 1 and 5 only,
+tests/tune/test_population.py). A member's trial state there changes at every exploit (the
+checkpoint it restores, its config), so the snapshot a resume reads must be fresh; populations are
+small (tens of members), so their snapshots stay cheap.
 """
 
 from __future__ import annotations
 
 import os
 
+from vitscale.study import count_trials
+from vitscale.tune.scheduler_registry import scheduler_kind
+
 ENV = "TUNE_GLOBAL_CHECKPOINT_S"
 SECONDS_PER_TRIAL = 0.2  # 300 planned trials: a snapshot a minute
 MIN_S = 10.0  # Tune's own floor in "auto" mode
 MAX_S = 300.0  # at most five minutes of progress to redo after a kill
+POPULATION_S = 2.0  # PBT / PB2: every exploit is in the snapshot a resume reads
 _set_by_us: str | None = None
 
 
-def period_s(planned_trials: int) -> float:
-    """Seconds between two snapshots of an experiment of `planned_trials` trials."""
+def period_s(planned_trials: int, population: bool = False) -> float:
+    """Seconds between two snapshots of an experiment of `planned_trials` trials (`population`:
+    its scheduler evolves a population, PBT or PB2)."""
+    if population:
+        return POPULATION_S
     return min(MAX_S, max(MIN_S, SECONDS_PER_TRIAL * planned_trials))
 
 
-def apply(planned_trials: int) -> None:
+def apply(planned_trials: int, population: bool = False) -> None:
     """Set Tune's snapshot period for the next fit, unless the user set TUNE_GLOBAL_CHECKPOINT_S."""
     global _set_by_us
     current = os.environ.get(ENV)
     if current is not None and current != _set_by_us:
         return
-    _set_by_us = f"{period_s(planned_trials):g}"
+    _set_by_us = f"{period_s(planned_trials, population):g}"
     os.environ[ENV] = _set_by_us
+
+
+def apply_for(spec) -> None:
+    """`apply` for the study `spec` about to be fitted (or resumed)."""
+    apply(count_trials(spec), population=scheduler_kind(spec).population is not None)

@@ -19,6 +19,7 @@ from vitscale.study import (
     suggest_point,
 )
 from vitscale.tracking.tune_callback import MlflowStudyCallback, TrialDescription
+from vitscale.tracking.tune_loggers import tune_logger_callbacks
 from vitscale.tracking.wandb import wandb_callbacks
 from vitscale.tune import (  # noqa: F401 (arm_asha, pb2, pbt: their schedulers register on import)
     arm_asha,
@@ -179,7 +180,7 @@ def build_tuner(
     progress = progress or ProgressCallback(
         spec.name, planned, kind.best_of(spec), record=execution.directory
     )
-    snapshot_period.apply(count_trials(spec))  # Tune's experiment snapshot: rarer for larger studies
+    snapshot_period.apply_for(spec)  # Tune's experiment snapshot: rarer for larger studies
 
     return tune.Tuner(
         trainable_for(spec),
@@ -216,6 +217,7 @@ def build_tuner(
                 callback,
                 progress,
                 *wandb_callbacks(spec, execution.directory),
+                *tune_logger_callbacks(spec),
                 *execution_mode(spec).driver_callbacks(),
             ],
             verbose=verbose,
