@@ -19,11 +19,12 @@ snapshot, it forces a snapshot (`_ExperimentCheckpointManager.on_trial_checkpoin
 named is always among those kept. For trials whose epochs are much shorter than the period that
 forced snapshot, not the period, sets the pace (every CHECKPOINTS_KEPT epochs of the busiest trial).
 
-Population-based studies (PBT, PB2) keep Tune's 2 s: with a longer period a PBT study killed and
-resumed lost logged epochs (a member's val_loss read epochs 1 and 5 only,
-tests/tune/test_population.py). A member's trial state there changes at every exploit (the
-checkpoint it restores, its config), so the snapshot a resume reads must be fresh; populations are
-small (tens of members), so their snapshots stay cheap.
+Population-based studies (PBT, PB2) keep Tune's 2 s, as a precaution: with a longer period a PBT
+study killed and resumed lost logged epochs (a member's val_loss read epochs 1 and 5 only,
+tests/tune/test_population.py), and a member's trial state changes at every exploit (the checkpoint
+it restores, its config). 2 s does not cure that: on a loaded machine the same test also fails at
+2 s (on the code before this change too), since a resumed driver rebuilds Ray's population
+scheduler without its state. Populations are small (tens of members), so their snapshots stay cheap.
 """
 
 from __future__ import annotations
