@@ -100,6 +100,16 @@ def completion_tags(result: dict) -> tuple[dict[str, str], str]:
     return tags, status
 
 
+def error_text(trial) -> str | None:
+    """The text of the trial's last error. Tune writes it into the driver's staging folder and
+    copies that to storage only at its next snapshot, after the callbacks have run, so
+    `trial.get_error()` (which reads storage) is still empty when `on_trial_error` is called."""
+    local = trial.error_file
+    if local and Path(local).is_file():
+        return Path(local).read_text(errors="replace")
+    return trial.get_error()
+
+
 @dataclass
 class TrialDescription:
     """What MLflow shows of a trial before its first result: name, params, replicate group."""
@@ -248,7 +258,7 @@ class MlflowStudyCallback(Callback):
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
         run_id = self.run_id(trial)
-        error = trial.get_error()
+        error = error_text(trial)
         message = str(error).strip().splitlines()[-1] if error else "unknown error"
         client = self.queue_client([trial])
         store.set_tags(
