@@ -57,6 +57,11 @@ def test_mutations_default_to_the_space_entries_a_trained_model_can_carry_on_wit
 
 
 REFUSED = [
+    (
+        "scheduler: {type: pbt}\nsearch: {algorithm: random, num_samples: 4, max_concurrent_trials: 2}",
+        "search.max_concurrent_trials",
+        "they would never meet",
+    ),
     ("scheduler: {type: pbt}\nsearch: {algorithm: tpe}", "search.algorithm", "learns from finished trials"),
     ("scheduler: {type: pbt}\nsearch: {algorithm: random, seeds: [0, 1]}", "search.seeds", "give one seed"),
     (

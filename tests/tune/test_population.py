@@ -140,7 +140,7 @@ def test_a_two_arm_pbt_study_exploits_within_each_arm_and_resumes_after_a_killed
         tmp_path,
         "pbt-tiny",
         space=TWO_ARMS,
-        search={"algorithm": "random", "num_samples": 4, "max_concurrent_trials": 2},
+        search={"algorithm": "random", "num_samples": 4},  # all 4 alive; 2 CPUs: 2 train at a time
         scheduler={"type": "pbt", "perturbation_interval": 1, "quantile_fraction": 0.5},
     )
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from vitscale.study.distributions import Param
 from vitscale.study.errors import Problem
+from vitscale.study.resolve import grid_points
 from vitscale.study.spec import StudySpec
 from vitscale.train.hyper_schedule import SCHEDULABLE
 
@@ -51,6 +52,11 @@ def population_mutations(spec: StudySpec) -> dict[str, Param]:
         for k, p in spec.space.items()
         if k in SCHEDULABLE and p.when is None and not (ranges_only and p.bounds() is None)
     }
+
+
+def population_size(spec: StudySpec) -> int:
+    """The members: the grid's points, or `search.num_samples` draws (one seed each)."""
+    return len(grid_points(spec)) if spec.search.algorithm == "grid" else spec.search.num_samples
 
 
 def population_problems(spec: StudySpec, removed: frozenset[str]) -> Iterable[Problem]:
@@ -93,6 +99,14 @@ def population_problems(spec: StudySpec, removed: frozenset[str]) -> Iterable[Pr
             "search.seeds",
             f"{name}: each member's schedule is its own, so seeds cannot replicate it; give one seed "
             "(a comparison re-runs the best member's schedule at final.seeds)",
+        )
+    cap, members = spec.search.max_concurrent_trials, population_size(spec)
+    if cap is not None and cap < members:
+        yield Problem(
+            "search.max_concurrent_trials",
+            f"{name} evolves its {members} members together, but Tune creates a member only when one "
+            f"of {cap} ends, so they would never meet to exploit each other; how many train at once "
+            "follows resources.cpu and resources.gpu: remove it",
         )
     if sched.resample_probability is not None and not rules.resamples:
         yield Problem("scheduler.resample_probability", f"{name} chooses values itself; remove it")
