@@ -98,6 +98,8 @@ def test_a_minimised_objective_keeps_the_lowest_and_pbt_names_the_scheduler(tmp_
     res = _analyze(tmp_path, searcher)
     a = next(ln for ln in res.search_lines if ln.arm == ARM_A)
     assert a.searcher == "tpe+pbt" and a.best.tolist() == pytest.approx([0.50, 0.50, 0.50, 0.50])
+    # members train side by side: none has its final score before the population spent its compute
+    assert a.x.tolist() == [a.x[-1]] * 4 and a.compute_to_reach() == a.x[-1]
 
 
 # Four executions of one study on arm A: tpe and gp, sampler seeds 0 and 1 (each its own parent run).

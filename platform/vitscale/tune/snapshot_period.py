@@ -19,12 +19,11 @@ snapshot, it forces a snapshot (`_ExperimentCheckpointManager.on_trial_checkpoin
 named is always among those kept. For trials whose epochs are much shorter than the period that
 forced snapshot, not the period, sets the pace (every CHECKPOINTS_KEPT epochs of the busiest trial).
 
-Population-based studies (PBT, PB2) keep Tune's 2 s, as a precaution: with a longer period a PBT
-study killed and resumed lost logged epochs (a member's val_loss read epochs 1 and 5 only,
-tests/tune/test_population.py), and a member's trial state changes at every exploit (the checkpoint
-it restores, its config). 2 s does not cure that: on a loaded machine the same test also fails at
-2 s (on the code before this change too), since a resumed driver rebuilds Ray's population
-scheduler without its state. Populations are small (tens of members), so their snapshots stay cheap.
+Population-based studies (PBT, PB2) keep Tune's 2 s: every exploit changes a member's trial state
+(the checkpoint it restores, its values), and a resumed driver redoes the exploits made after the
+snapshot it reads. Their populations are tens of members, so their snapshots stay cheap. (The
+kill-and-resume test's lost epochs, once blamed on the period, came from populations capped by
+search.max_concurrent_trials, whose members never trained together; now refused, `study.population`.)
 """
 
 from __future__ import annotations

@@ -118,9 +118,12 @@ def _draw(ax, group: list[SearchLine], unit: str, scale: float, style: dict) -> 
     label = line_label(group[0]) + (f" (median of {len(group)} seeds)" if len(group) > 1 else "")
     with np.errstate(all="ignore"):
         middle = np.nanmedian(ys, axis=0) if len(group) > 1 else ys[0]
+        low, high = np.nanmin(ys, axis=0), np.nanmax(ys, axis=0)
+    if x.size == 1:  # a population (PBT, PB2): its members are scored together, at its end
+        ax.errorbar(x, middle, yerr=[middle - low, high - middle], marker="D", ms=5, capsize=3, zorder=3,
+                    label=label + ", scored at its end", color=style["color"], ls="none")  # fmt: skip
+        return
     ax.step(x, middle, where="post", lw=1.6, label=label, **style)
     ax.plot(x, middle, ls="none", marker="o", ms=2.0, color=style["color"])
     if len(group) > 1:
-        with np.errstate(all="ignore"):
-            low, high = np.nanmin(ys, axis=0), np.nanmax(ys, axis=0)
         ax.fill_between(x, low, high, step="post", color=style["color"], alpha=0.15, lw=0)

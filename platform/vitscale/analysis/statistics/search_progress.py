@@ -5,7 +5,10 @@ executions of one study run with other searchers or seeds add lines), the search
 the order they started (the order the searcher proposed them; Ray results carry no end time), x the
 cumulative training compute they spent (`train_flops`; runs that logged none: `images_seen`; else
 the trial count), y the best objective reached so far (its mode: max or min). Failed and
-stopped-early trials spend compute but score only where they logged the objective.
+stopped-early trials spend compute but score only where they logged the objective. A population
+(PBT, PB2) trains its members side by side, waiting for each other at every perturbation, so no
+member has a final score before the population has spent its compute: each of its members is
+placed at the population's total (one step, at the end), not at its start order's running sum.
 
 Searchers are compared at equal compute (`searcher_summaries`): every line of an arm is read at
 the least compute any of them spent, averaged over sampler seeds, against TPE's.
@@ -108,11 +111,18 @@ def search_lines(
         rows = sorted(rows, key=lambda i: (start[i] or 0, i))
         unit = _x_unit(runs, rows)
         spent = np.ones(len(rows)) if unit == TRIALS else as_float(runs.column(unit))[rows]
+        x = np.cumsum(spent)
+        if _is_population(name):
+            x = np.full_like(x, x[-1])
         s = score[rows]
         pick = np.fmax if mode == "max" else np.fmin  # fmax/fmin skip nan: a failed trial keeps the best
         best = pick.accumulate(s) if s.size else s
-        lines.append(SearchLine(name, tag, np.cumsum(spent), best, unit, mode, seed))
+        lines.append(SearchLine(name, tag, x, best, unit, mode, seed))
     return lines
+
+
+def _is_population(name: str) -> bool:
+    return name.rpartition("+")[2] in POPULATION
 
 
 def _searched(searcher: dict | None) -> bool:
