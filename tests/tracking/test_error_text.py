@@ -10,7 +10,9 @@ from vitscale.tracking.tune_callback import error_text
 
 def test_the_error_is_read_from_the_drivers_staging_copy_before_storage_has_it(tmp_path):
     staged = tmp_path / "error.txt"
-    staged.write_text("Failure # 1\nUserError: trial.train.device: 'cuda' requested but CUDA is not available\n")
+    staged.write_text(
+        "Failure # 1\nUserError: trial.train.device: 'cuda' requested but CUDA is not available\n"
+    )
     trial = SimpleNamespace(error_file=str(staged), get_error=lambda: None)
     assert error_text(trial).strip().splitlines()[-1].endswith("CUDA is not available")
 
