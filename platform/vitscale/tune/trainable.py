@@ -37,6 +37,7 @@ from vitscale.tracking.trial_artifacts import epoch_line, trial_log
 from vitscale.train.checkpoint import DamagedCheckpoint
 from vitscale.train.distributed import ONE_PROCESS, Distributed
 from vitscale.train.loop import fit
+from vitscale.tune.result_reporting import report_without_waiting, waits_for_driver
 from vitscale.tune.worker_cache import begin_trial
 
 
@@ -59,6 +60,8 @@ def train_trial(config: dict[str, Any], spec) -> None:
     from ray import tune
 
     begin_trial()  # a reused worker: fresh settings, cached data (see tune.worker_cache)
+    if not waits_for_driver(spec):  # nothing acts on its epochs: train on while the driver reads them
+        report_without_waiting()
     # Ray logs a line per checkpoint (one per epoch): a study of 1,000 trials would drown its status table.
     logging.getLogger("ray.train._internal.storage").setLevel(logging.WARNING)
     _quiet_closed_trial_logs()
