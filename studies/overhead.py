@@ -15,6 +15,12 @@ Definitions (all read back from MLflow, the study's record):
 - in-epochs share = epoch time / slot time. Everything else — worker start, imports, data
   loading, model build, checkpoints, the final test evaluation, Tune's scheduling — is overhead.
   `trial_share` divides by the sum of trial intervals instead (overhead inside the trials only).
+- where the slot time went (`Breakdown`), from the times the driver received each epoch's result
+  (its metrics' timestamps): the epochs; a trial's start to its first result, less that epoch
+  (worker start-up, data, model build, the first result's trip); between two results, less the
+  later epoch (the checkpoint, and the report's round trip where the trial waits for it); the last
+  result to the trial's end; between one trial's end and the next start in the same slot; and the
+  rest: slots idle (before the first trial of a slot, after its last).
 
     python studies/overhead.py quickstart --tracking-uri sqlite:///mlflow.db [--json]
 """
@@ -32,6 +38,64 @@ from vitscale.tracking.store import search_all
 
 
 @dataclass
+class TrialTimes:
+    start: float
+    end: float
+    results: list[tuple[float, float]]  # (received at, epoch_seconds), in epoch order
+
+
+@dataclass
+class Breakdown:
+    """Seconds of slot time, by where they went (see the module docstring)."""
+
+    epochs: float
+    to_first_result: float
+    between_results: float
+    after_last_result: float
+    between_trials: float
+    idle: float
+
+    def line(self, slot_s: float) -> str:
+        parts = [
+            ("epochs", self.epochs),
+            ("start -> first result", self.to_first_result),
+            ("between results", self.between_results),
+            ("last result -> end", self.after_last_result),
+            ("between trials", self.between_trials),
+            ("slots idle", self.idle),
+        ]
+        return "where slot time went: " + ", ".join(f"{name} {100 * v / slot_s:.1f} %" for name, v in parts)
+
+
+def breakdown(trials: list[TrialTimes], slots: int) -> Breakdown:
+    """Split `slots` x span over `trials`. A trial is placed in the slot that freed last before it
+    started (trials in one slot run one after another)."""
+    parts = dict.fromkeys(("epochs", "to_first_result", "between_results", "after_last_result"), 0.0)
+    for t in trials:
+        if not t.results:
+            continue
+        parts["epochs"] += sum(d for _, d in t.results)
+        parts["to_first_result"] += t.results[0][0] - t.start - t.results[0][1]
+        parts["between_results"] += sum(
+            t.results[i][0] - t.results[i - 1][0] - t.results[i][1] for i in range(1, len(t.results))
+        )
+        parts["after_last_result"] += t.end - t.results[-1][0]
+    free: list[float] = []  # each slot's last end
+    between = 0.0
+    for t in sorted(trials, key=lambda t: t.start):
+        ready = [i for i, end in enumerate(free) if end <= t.start]
+        if ready:
+            i = max(ready, key=lambda i: free[i])
+            between += t.start - free[i]
+            free[i] = t.end
+        else:
+            free.append(t.end)
+    span = max(t.end for t in trials) - min(t.start for t in trials)
+    idle = slots * span - sum(parts.values()) - between
+    return Breakdown(**parts, between_trials=between, idle=idle)
+
+
+@dataclass
 class Overhead:
     study: str
     parent_run_id: str
@@ -46,6 +110,7 @@ class Overhead:
     trial_share: float
     before_first_trial_s: float  # parent run start -> first trial start (Ray start, search setup)
     mean_trial_s: float
+    breakdown: Breakdown
 
     def lines(self) -> list[str]:
         return [
@@ -55,6 +120,7 @@ class Overhead:
             f"in epochs: {100 * self.share:.1f} % of slot time, {100 * self.trial_share:.1f} % of trial time "
             f"({self.trial_s:.1f} s; mean trial {self.mean_trial_s:.1f} s)",
             f"before the first trial: {self.before_first_trial_s:.1f} s (driver: Ray start, setup)",
+            self.breakdown.line(self.slot_s),
         ]
 
 
@@ -91,11 +157,12 @@ def measure(client, study: str, parent_run_id: str | None = None, slots: int | N
     if not runs:
         raise UserError(f"study '{study}': no finished trial runs under parent run {parent.info.run_id}")
     intervals = [(r.info.start_time / 1000, r.info.end_time / 1000) for r in runs]
-    epoch_s, epochs = 0.0, 0
-    for run in runs:
-        history = client.get_metric_history(run.info.run_id, "epoch_seconds")
+    epoch_s, epochs, times = 0.0, 0, []
+    for run, (start, end) in zip(runs, intervals, strict=True):
+        history = sorted(client.get_metric_history(run.info.run_id, "epoch_seconds"), key=lambda m: m.step)
         epoch_s += sum(m.value for m in history)
         epochs += len(history)
+        times.append(TrialTimes(start, end, [(m.timestamp / 1000, m.value) for m in history]))
     first, last = min(s for s, _ in intervals), max(e for _, e in intervals)
     span = last - first
     k = slots or peak_overlap(intervals)
@@ -114,6 +181,7 @@ def measure(client, study: str, parent_run_id: str | None = None, slots: int | N
         trial_share=epoch_s / trial_s if trial_s > 0 else float("nan"),
         before_first_trial_s=first - parent.info.start_time / 1000,
         mean_trial_s=trial_s / len(runs),
+        breakdown=breakdown(times, k),
     )
 
 
