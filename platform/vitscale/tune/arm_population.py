@@ -68,6 +68,8 @@ class ArmPopulation(FIFOScheduler):
         self._by_arm: dict[str, Any] = {}
         self._arm: dict[str, str] = {}  # trial id -> arm
         self._own: dict[str, dict[str, Any]] = {}  # trial id -> its IDENTITY values
+        self._restored: dict[str, float] = {}  # trial id -> the epoch a resumed driver found it at
+        self._aligned: set[str] = set()  # arms whose scheduler state was rebuilt after a resume
 
     def set_search_properties(self, metric, mode, **spec) -> bool:
         return not metric and not mode  # set in the constructor, like Tune's schedulers
@@ -83,7 +85,37 @@ class ArmPopulation(FIFOScheduler):
         if arm not in self._by_arm:
             self._by_arm[arm] = self.build()
         view = _ArmView(controller, lambda t: t.trial_id in self._arm and self._arm[t.trial_id] == arm)
+        self._align_restored(arm, self._by_arm[arm], view)
         return self._by_arm[arm], view
+
+    def _align_restored(self, arm: str, scheduler, view) -> None:
+        """After a resume, put the arm's population back in step (once, before it is used).
+
+        Ray's scheduler state is not saved: a resumed driver builds it empty, as if every member
+        were at epoch 0 and none perturbed, while the members are restored where the killed driver
+        left them, some a step ahead (they had reported and were waiting). Perturbing them from
+        there would copy a checkpoint of one epoch into a member at another. So: the last step
+        every member completed is the last perturbation (`boundary`), the next is one interval on,
+        and members already there wait with the score they reported."""
+        if arm in self._aligned or not any(t.trial_id in self._restored for t in view.get_trials()):
+            return
+        self._aligned.add(arm)
+        live = [t for t in view.get_trials() if t.status not in ("TERMINATED", "ERROR")]
+        if not live:
+            return
+        interval = scheduler._perturbation_interval
+        boundary = int(min(self._restored.get(t.trial_id, 0) for t in live)) // interval * interval
+        for trial in live:
+            epoch = self._restored.get(trial.trial_id)
+            if epoch is None or trial not in scheduler._trial_state:
+                continue
+            state = scheduler._trial_state[trial]
+            state.last_train_time = epoch
+            state.last_perturbation_time = boundary
+            if scheduler._metric in (trial.last_result or {}):
+                state.last_result = dict(trial.last_result)
+                state.last_score = scheduler._metric_op * trial.last_result[scheduler._metric]
+        scheduler._next_perturbation_sync = boundary + interval
 
     def _keep_identity(self, view) -> None:
         """An exploit copies the donor's whole config: give each member its own IDENTITY back."""
@@ -96,6 +128,9 @@ class ArmPopulation(FIFOScheduler):
         if INITIAL not in trial.config:  # a new member: as drawn (a restored one has it already)
             trial.set_config({**trial.config, INITIAL: dict(trial.config["point"])})
         self._own[trial.trial_id] = {k: trial.config[k] for k in IDENTITY if k in trial.config}
+        epoch = (getattr(trial, "last_result", None) or {}).get("epoch")
+        if epoch and getattr(trial, "status", None) != "TERMINATED":  # a resumed driver restores it where it stopped
+            self._restored[trial.trial_id] = float(epoch)
         scheduler, view = self._scheduler(tune_controller, trial)
         scheduler.on_trial_add(view, trial)
 
@@ -126,6 +161,7 @@ class ArmPopulation(FIFOScheduler):
         picks = []
         for arm, scheduler in self._by_arm.items():
             view = _ArmView(tune_controller, lambda t, arm=arm: self._arm.get(t.trial_id) == arm)
+            self._align_restored(arm, scheduler, view)
             trial = scheduler.choose_trial_to_run(view) or _stalled(view)
             if trial is not None:
                 picks.append((scheduler._trial_state[trial].last_train_time, trial))
