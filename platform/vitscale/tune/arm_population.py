@@ -128,8 +128,9 @@ class ArmPopulation(FIFOScheduler):
         if INITIAL not in trial.config:  # a new member: as drawn (a restored one has it already)
             trial.set_config({**trial.config, INITIAL: dict(trial.config["point"])})
         self._own[trial.trial_id] = {k: trial.config[k] for k in IDENTITY if k in trial.config}
+        # a resumed driver restores a member where the killed one left it: its last result says where
         epoch = (getattr(trial, "last_result", None) or {}).get("epoch")
-        if epoch and getattr(trial, "status", None) != "TERMINATED":  # a resumed driver restores it where it stopped
+        if epoch and getattr(trial, "status", None) != "TERMINATED":
             self._restored[trial.trial_id] = float(epoch)
         scheduler, view = self._scheduler(tune_controller, trial)
         scheduler.on_trial_add(view, trial)
