@@ -85,7 +85,6 @@ class ArmPopulation(FIFOScheduler):
         if arm not in self._by_arm:
             self._by_arm[arm] = self.build()
         view = _ArmView(controller, lambda t: t.trial_id in self._arm and self._arm[t.trial_id] == arm)
-        self._align_restored(arm, self._by_arm[arm], view)
         return self._by_arm[arm], view
 
     def _align_restored(self, arm: str, scheduler, view) -> None:
@@ -96,8 +95,12 @@ class ArmPopulation(FIFOScheduler):
         left them, some a step ahead (they had reported and were waiting). Perturbing them from
         there would copy a checkpoint of one epoch into a member at another. So: the last step
         every member completed is the last perturbation (`boundary`), the next is one interval on,
-        and members already there wait with the score they reported."""
-        if arm in self._aligned or not any(t.trial_id in self._restored for t in view.get_trials()):
+        and members already there wait with the score they reported. Called where the arm is
+        first used to schedule (a result, a choice of trial), not as trials are added: a resume
+        adds them one by one, and the step is known only once all are there."""
+        if not self._restored or arm in self._aligned:
+            return
+        if not any(t.trial_id in self._restored for t in view.get_trials()):
             return
         self._aligned.add(arm)
         live = [t for t in view.get_trials() if t.status not in ("TERMINATED", "ERROR")]
@@ -140,6 +143,7 @@ class ArmPopulation(FIFOScheduler):
         if planned is not None and epoch is not None and epoch >= planned:
             return TrialScheduler.CONTINUE  # its last epoch: nothing left to train with new values
         scheduler, view = self._scheduler(tune_controller, trial)
+        self._align_restored(self._arm_of(trial), scheduler, view)
         decision = scheduler.on_trial_result(view, trial, result)
         self._keep_identity(view)
         return decision
