@@ -13,14 +13,13 @@ is still reported, in order, each checkpoint persisted before its result leaves 
 
 from __future__ import annotations
 
-from vitscale.study.population import is_population
-
 ACTING_SEARCHERS = ("bohb",)  # searchers whose pruner stops trials at reported epochs
 
 
 def waits_for_driver(spec) -> bool:
-    """Whether anything may stop or pause this study's trials at a reported epoch."""
-    return spec.scheduler.type != "fifo" or spec.search.algorithm in ACTING_SEARCHERS or is_population(spec)
+    """Whether anything may stop or pause this study's trials at a reported epoch: any scheduler
+    but FIFO (early stopping, PBT/PB2), or a searcher that prunes."""
+    return spec.scheduler.type != "fifo" or spec.search.algorithm in ACTING_SEARCHERS
 
 
 def report_without_waiting() -> None:
