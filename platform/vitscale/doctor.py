@@ -149,7 +149,8 @@ def checks() -> list[tuple[str, Callable[[], str]]]:
     return out
 
 
-def gpu_check() -> int:
+def gpu_check(skip: list[str] | None = None) -> int:
+    """Run every check whose name contains none of `skip` (e.g. "study" on a GPU host without Ray)."""
     if not torch.cuda.is_available():
         print(
             f"gpu-check: no CUDA device visible to torch {torch.__version__} (CUDA build: {torch.version.cuda}); nothing to check"
@@ -163,6 +164,9 @@ def gpu_check() -> int:
         table.add_column(column, justify="right" if column == "seconds" else "left")
     failed = 0
     for name, check in checks():
+        if any(text in name for text in skip or ()):
+            table.add_row(name, "skipped", "", "--skip")
+            continue
         start = time.perf_counter()
         try:
             result, detail = "ok", check()
@@ -181,8 +185,15 @@ def gpu_check() -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m vitscale.doctor", description=__doc__.splitlines()[0])
     parser.add_argument("--gpu", action="store_true", help="exercise every CUDA path (the only check so far)")
-    parser.parse_args(argv)
-    return gpu_check()
+    parser.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="skip the checks whose name contains TEXT (repeatable), e.g. --skip study where Ray is absent",
+    )
+    args = parser.parse_args(argv)
+    return gpu_check(args.skip)
 
 
 if __name__ == "__main__":

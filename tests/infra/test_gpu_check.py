@@ -37,3 +37,27 @@ def test_gpu_check_covers_every_mixer_and_regime():
     assert {"torch.compile train epoch", "bench: CUDA timing + memory", "study: 2 trials x 0.5 GPU"} <= set(
         names
     )
+
+
+def test_skip_leaves_out_the_named_checks_and_says_so(monkeypatch, capsys):
+    """`--skip study` on a GPU host without Ray: that row reads "skipped", the rest run (the GPU
+    itself is the one thing faked here)."""
+    from vitscale import doctor
+
+    ran = []
+
+    def needs_ray():
+        raise AssertionError("a skipped check ran")
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda _index=0: "fake GPU")
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(
+        doctor,
+        "checks",
+        lambda: [("study: 2 trials x 0.5 GPU", needs_ray), ("bench", lambda: ran.append(1) or "fine")],
+    )
+    assert doctor.main(["--gpu", "--skip", "study"]) == 0
+    out = capsys.readouterr().out
+    assert ran == [1]
+    assert "skipped" in out and "fine" in out
