@@ -1,5 +1,5 @@
 """`python -m vitscale ...` (what a submitted Ray job runs when no console script is on PATH)."""
 
-from vitscale.cli import main
+from vitscale.cli import entry
 
-main()
+entry()

@@ -84,3 +84,25 @@ def test_a_study_files_name_or_path_resolves_to_the_study_it_names(monkeypatch):
     assert resolve_study("studies/tuned_quickstart.yaml")[0] == "tuned-quickstart"
     assert resolve_study("tuned-quickstart")[0] == "tuned-quickstart"  # a study name as it is
     assert resolve_study("no_such_file")[0] == "no_such_file"
+
+
+ENTRY_PROBE = """
+import gc, sys, types
+calls = []
+sys.modules["ray"] = types.SimpleNamespace(is_initialized=lambda: True, shutdown=lambda: calls.append("shutdown"))
+from vitscale.cli import entry
+sys.argv = ["vitscale", "--version"]
+try:
+    entry()
+finally:
+    print(calls, gc.get_freeze_count() > 0)
+"""
+
+
+def test_the_console_entry_shuts_ray_down_and_freezes_the_collector_before_exiting():
+    """`entry` (the console script, `python -m vitscale`) shuts down the Ray the command used and
+    freezes the collector, so the interpreter's teardown skips its last walks (the fake `ray` stands
+    for an initialised one); in-process `main` is left alone (the tests call it)."""
+    proc = subprocess.run([sys.executable, "-c", ENTRY_PROBE], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "['shutdown'] True"

