@@ -113,6 +113,9 @@ def test_status_lists_local_studies_with_counts_best_seed_mean_and_eta(tmp_path,
 def test_a_finished_study_has_no_eta_and_a_missing_store_is_one_line(tmp_path, monkeypatch, capsys):
     spec = load_study(write_study(tmp_path, "done-tiny", search={"algorithm": "grid", "seeds": [0]}))
     record_study(tmp_path, spec, [trial("attention", 0, val=0.6)], planned=1, parent_status="FINISHED")
+    # Where `study run` ran: the record's store is relative to it. (From the checkout, the store
+    # `make demo` leaves there was read instead.)
+    monkeypatch.chdir(tmp_path)
     [study] = local_status.local_studies(str(tmp_path / "ray_results"))
     assert study.line().startswith("[done-tiny] 1/1 done · 0 running · 0 failed · best val_top1 0.600 (n=1)")
     assert "ETA" not in study.line() and study.line().endswith("finished (execution 20260101-120000)")
