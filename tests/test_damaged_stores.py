@@ -50,6 +50,30 @@ def test_a_damaged_sqlite_file_is_one_line_naming_it(tmp_path, damage):
     assert message.endswith("restore it from a copy") and "\n" not in message
 
 
+KILLED_WRITER = """
+import os, signal, sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("PRAGMA cache_size=1")  # changed pages spill into the file: its journal is needed
+db.execute("BEGIN")
+db.execute("update t set v = 'y' || v")
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_writer_killed_mid_transaction_is_rolled_back_not_refused(tmp_path):
+    """A study driver killed while MLflow wrote leaves a hot journal; `study resume` once called
+    the store unsound, since a read-only connection cannot roll the journal back."""
+    path = _store(tmp_path / "mlflow.db")
+    subprocess.run([sys.executable, "-c", KILLED_WRITER, str(path)], check=False)
+    assert (tmp_path / "mlflow.db-journal").stat().st_size > 0
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):  # what the check used to see
+        sqlite3.connect(f"file:{path}?mode=ro", uri=True).execute("PRAGMA quick_check(1)").fetchone()
+    check_sqlite(f"sqlite:///{path}", "tracking.uri", "restore it from a copy")
+    with sqlite3.connect(path) as db:  # the killed transaction is gone, every row as committed
+        assert db.execute("select count(*), min(v) = max(v) from t").fetchone() == (2000, 1)
+        assert db.execute("select v from t limit 1").fetchone() == ("x" * 200,)
+
+
 def test_an_absent_or_empty_file_is_a_new_store(tmp_path):
     check_sqlite(f"sqlite:///{tmp_path / 'absent.db'}", "tracking.uri", "")
     (tmp_path / "empty.db").write_bytes(b"")

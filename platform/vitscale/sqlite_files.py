@@ -3,7 +3,8 @@
 A truncated or overwritten store otherwise surfaces deep inside SQLAlchemy as a 100-line
 traceback; here it is one line naming the file and what to do. The check opens the file
 read-only and runs `PRAGMA quick_check` (0.25 s for a 15 MB store), or only reads the schema of
-a file too large for that to be cheap.
+a file too large for that to be cheap. A hot journal (a writer killed mid-transaction) is rolled
+back first, as any read-write open would: a killed study resumes.
 """
 
 from __future__ import annotations
@@ -34,8 +35,7 @@ def check_sqlite(url: str, key: str, fix: str) -> None:
         "PRAGMA quick_check(1)" if path.stat().st_size <= QUICK_CHECK_MAX_BYTES else "PRAGMA schema_version"
     )
     try:
-        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_WAIT_S)) as db:
-            (answer,) = db.execute(query).fetchone()
+        answer = _ask(path, query)
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc) or "busy" in str(exc):
             raise UserError(
@@ -47,6 +47,29 @@ def check_sqlite(url: str, key: str, fix: str) -> None:
         raise _damaged(key, path, str(exc), fix) from None
     if query.startswith("PRAGMA quick_check") and answer != "ok":
         raise _damaged(key, path, str(answer), fix)
+
+
+def _ask(path: Path, query: str):
+    """The answer to `query`, read-only. A writer killed mid-transaction (a study driver stopped
+    with SIGKILL while MLflow wrote) leaves a hot journal, which a read-only connection cannot roll
+    back ("attempt to write a readonly database"): then the file is opened read-write, and SQLite
+    rolls the journal back as it would for MLflow's own first connection."""
+    try:
+        return _ask_once(f"file:{path}?mode=ro", query)
+    except sqlite3.OperationalError as exc:
+        if "readonly" not in str(exc) or not _journal(path).is_file():
+            raise
+    return _ask_once(f"file:{path}", query)
+
+
+def _ask_once(uri: str, query: str):
+    with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=BUSY_WAIT_S)) as db:
+        (answer,) = db.execute(query).fetchone()
+    return answer
+
+
+def _journal(path: Path) -> Path:
+    return path.with_name(f"{path.name}-journal")
 
 
 def _damaged(key: str, path: Path, why: str, fix: str) -> UserError:

@@ -208,6 +208,9 @@ def test_driver_killed_mid_study_then_resume_finishes_exactly_the_plan(tmp_path)
         cwd=tmp_path,
     )
     assert "4 finished" in proc.stdout
+    # the snapshot may list checkpoints pruned after it was written: pruning them again is a no-op
+    # (tune.resumable_snapshot), never Ray's FileNotFoundError halfway through a trial's checkpoint
+    assert "Error handling checkpoint" not in proc.stderr, proc.stderr[-3000:]
     runs = child_runs(uri, "resume-tiny")
     finished = [r for r in runs if r.data.tags["vitscale.status"] == "FINISHED"]
     assert len(finished) == 4

@@ -18,6 +18,8 @@ that whatever the period: once a trial has saved `num_to_keep` checkpoints since
 snapshot, it forces a snapshot (`_ExperimentCheckpointManager.on_trial_checkpoint`), so the one
 named is always among those kept. For trials whose epochs are much shorter than the period that
 forced snapshot, not the period, sets the pace (every CHECKPOINTS_KEPT epochs of the busiest trial).
+Older checkpoints the snapshot lists may be gone by then (pruned after it was written); pruning them
+again on resume is a no-op (`tune.resumable_snapshot`).
 
 Population-based studies (PBT, PB2) keep Tune's 2 s: every exploit changes a member's trial state
 (the checkpoint it restores, its values), and a resumed driver redoes the exploits made after the

@@ -35,6 +35,7 @@ from vitscale.tune.execution_modes import execution_mode
 from vitscale.tune.kinds import TUNE_KINDS
 from vitscale.tune.progress import ProgressCallback
 from vitscale.tune.replicates import ReplicatedSearcher
+from vitscale.tune.resumable_snapshot import ResumableSnapshot
 from vitscale.tune.samplers import SAMPLERS
 from vitscale.tune.scheduler_registry import scheduler_kind
 
@@ -214,6 +215,7 @@ def build_tuner(
             log_to_file=True,
             sync_config=tune.SyncConfig(sync_artifacts=True),
             callbacks=[
+                ResumableSnapshot(),  # a driver killed at any moment resumes (Ray repairs)
                 callback,
                 progress,
                 *wandb_callbacks(spec, execution.directory),
