@@ -51,17 +51,21 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def _run(argvs: list[list[str]], *more: str) -> list[dict]:
-    env = {
+def _env() -> dict[str, str]:
+    """This environment, with the checkout's platform/ first on the import path."""
+    return {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO / "platform"), os.environ.get("PYTHONPATH", "")]),
     }
+
+
+def _run(argvs: list[list[str]], *more: str) -> list[dict]:
     proc = subprocess.run(
         [sys.executable, "-c", DRIVER.format(heavy=HEAVY), json.dumps(argvs), *more],
         capture_output=True,
         text=True,
         cwd=REPO,
-        env=env,
+        env=_env(),
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -100,12 +104,8 @@ def test_a_study_driver_leaves_scikit_learn_to_pb2_studies():
     """Ray's PB2 module loads scikit-learn and scipy.stats: 0.8 s of every `study run` start on 2
     cores (5.25 -> 4.45 s to import the driver), for a scheduler few studies use."""
     probe = "import sys, vitscale.tune.run; print(sorted(m for m in ('sklearn', 'scipy.stats') if m in sys.modules))"
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(REPO / "platform"), os.environ.get("PYTHONPATH", "")]),
-    }
     proc = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, env=env, timeout=300
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, env=_env(), timeout=300
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split() == ["[]"]

@@ -67,18 +67,18 @@ class Controller:
 
 def _uploaded_while_saving(tmp_path, save) -> list[str]:
     """The state files on storage after a snapshot `save` taken while the previous one uploads."""
-    staging, storage = tmp_path / "staging", tmp_path / "storage"
+    staging, stored = tmp_path / "staging", tmp_path / "storage"
     staging.mkdir(parents=True)
     syncer = _FilesystemSyncer(storage_filesystem=pyarrow.fs.PyFileSystem(SlowUpload()), sync_timeout=60)
     controller = Controller(staging, syncer)
     controller.save_to_dir()
-    syncer.sync_up(str(staging), str(storage))  # snapshot 1 on its way
+    syncer.sync_up(str(staging), str(stored))  # snapshot 1 on its way
     deadline = time.monotonic() + 30
-    while _read(storage / STATE_FILES[0]) != "1" and time.monotonic() < deadline:
+    while _read(stored / STATE_FILES[0]) != "1" and time.monotonic() < deadline:
         time.sleep(0.01)  # its first file is up, the second is 0.5 s late
     save(controller)  # snapshot 2, as the controller's next checkpoint() writes it
     syncer.wait()
-    return [(storage / name).read_text() for name in STATE_FILES]
+    return [(stored / name).read_text() for name in STATE_FILES]
 
 
 def _read(path) -> str:
@@ -113,14 +113,14 @@ class KilledMidUpload(SigningHandler):
 
 def _storage_after_a_kill_mid_upload(tmp_path, upload) -> list[str]:
     """The state files on storage, where snapshot 1 was, after the upload of snapshot 2 died."""
-    staging, storage = tmp_path / "staging", tmp_path / "storage"
-    for folder, version in ((storage, "1"), (staging, "2")):
+    staging, stored = tmp_path / "staging", tmp_path / "storage"
+    for folder, version in ((stored, "1"), (staging, "2")):
         (folder / "trial_0").mkdir(parents=True)
         for name in STATE_FILES:
             (folder / name).write_text(version)
     with pytest.raises(KeyboardInterrupt):
-        upload(local_path=str(staging), fs=pyarrow.fs.PyFileSystem(KilledMidUpload()), fs_path=str(storage))
-    return [(storage / name).read_text() for name in STATE_FILES]
+        upload(local_path=str(staging), fs=pyarrow.fs.PyFileSystem(KilledMidUpload()), fs_path=str(stored))
+    return [(stored / name).read_text() for name in STATE_FILES]
 
 
 def test_a_driver_killed_mid_upload_leaves_the_previous_snapshot_whole(tmp_path):
