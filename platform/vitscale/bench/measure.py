@@ -45,6 +45,7 @@ from vitscale.device import resolve_device
 from vitscale.errors import OUT_OF_MEMORY
 from vitscale.models import ModelConfig, build, count_params
 from vitscale.models.measure import flop_counter
+from vitscale.models.regions import compile_regions
 
 
 def model_config(config, point: Mapping[str, Any]) -> ModelConfig:
@@ -311,8 +312,7 @@ def _step(config, point, model: nn.Module, images: Tensor, labels: Tensor, dev) 
     """One timed iteration of the sweep's mode in the point's dtype, through torch.compile if its
     variant asks (static shapes: each batch size its own graph, as a fixed-batch run would get)."""
     variant = config.variant(point)
-    mode = None if config.compile_mode == "default" else config.compile_mode
-    runner = torch.compile(model, mode=mode, dynamic=False) if variant.compile else model
+    runner = compile_regions(model, config.compile_mode, dynamic=False) if variant.compile else model
     if config.mode == "train":
         return train_step(runner, images, labels, dev, variant.dtype)
     return inference_step(runner, images, dev, variant.dtype)

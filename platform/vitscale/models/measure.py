@@ -17,6 +17,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
+from vitscale.models import regions
 from vitscale.models.config import ModelConfig
 from vitscale.models.kernel_cache import KernelCache
 from vitscale.models.registry import MIXERS, REGIMES
@@ -98,7 +99,7 @@ def regime_flops_split(model: VisionTransformer, resolution: int | tuple[int, in
     param = next(model.parameters())
     gen = torch.Generator().manual_seed(0)
     images = torch.randn(1, model.config.in_chans, *_size(resolution), generator=gen)
-    with torch.no_grad(), flop_counter() as counter:
+    with torch.no_grad(), regions.eager(model), flop_counter() as counter:  # compiled graphs hide aten ops
         model(images.to(param.device, param.dtype))
     counts = {name: sum(ops.values()) for name, ops in counter.get_flop_counts().items()}
     root = type(model).__name__

@@ -181,7 +181,11 @@ class TrainConfig(BaseModel):
         "gradients, optimizer state and loss stay float32) on CPU or CUDA; auto = bfloat16 on CUDA and "
         "on CPUs with native bf16 (AVX512-BF16, AMX), else float32; recorded as run (auto resolved)",
     )
-    compile: bool = Field(False, description="torch.compile the model")
+    compile: bool = Field(
+        False,
+        description="torch.compile what repeats: the regime's stack of blocks, or one ODE field evaluation "
+        "(vitscale.models.regions)",
+    )
     evaluate_test: bool = Field(
         True,
         description="evaluate test (metrics test_*, per-image predictions) once the last epoch ends; a "

@@ -26,6 +26,7 @@ from vitscale.errors import TrialDiverged, TrialOutOfMemory, UserError
 from vitscale.models import build
 from vitscale.models.config import ModelConfig
 from vitscale.models.measure import count_params
+from vitscale.models.regions import compile_regions
 from vitscale.precision import autocast as precision_autocast
 from vitscale.tracking.layout import CURVE_TEST_TOP1, RESULT_PLANNED_EPOCHS, RESULT_SCHEDULE
 from vitscale.tracking.predictions import PREDICTIONS_ARTIFACT, write_predictions
@@ -129,7 +130,8 @@ def fit(
     params = count_params(model)
     cost = CostMeter(model, config.data.resolution, config.data.train_resolutions)
     wrapped = distributed.wrap(model)  # DDP in a data-parallel trial, else the model itself
-    runner = torch.compile(wrapped) if train_cfg.compile else wrapped
+    # regional compile (`models.regions`): the regime's stack, or one ODE field evaluation
+    runner = compile_regions(wrapped) if train_cfg.compile else wrapped
 
     batch_size = min(train_cfg.batch_size, len(bundle.train_labels))  # global: every worker's shard together
     if batch_size < distributed.world_size:

@@ -23,6 +23,7 @@ from torch import nn
 
 from vitscale.data.augment import prepare_batch
 from vitscale.data.batches import Bundle
+from vitscale.models import regions
 from vitscale.precision import autocast
 from vitscale.tracking.layout import INPUT_EXAMPLE_FILE, SERVED_DIR, SERVED_MODEL_FILE
 
@@ -65,6 +66,8 @@ def save_served_model(
     folder = Path(directory) / SERVED_DIR
     folder.mkdir(parents=True, exist_ok=True)
     classifier = copy.deepcopy(model).to("cpu", torch.float32).eval()
+    for region in regions.regions(classifier):  # served eagerly: no compiler where it is loaded
+        region.region_setting = regions.EAGER
     served = ServedClassifier(classifier, resolution, bundle.mean, bundle.std, precision).eval()
     try:
         torch.save(served, folder / SERVED_MODEL_FILE, pickle_module=cloudpickle)

@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager, nullcontext
 from torch import Tensor, nn
 
 from vitscale.models.config import ModelConfig
+from vitscale.models.regions import EAGER, bound
 
 
 class Discrete(nn.Module):
@@ -15,12 +16,17 @@ class Discrete(nn.Module):
 
     last_nfe: int | None = None
     flops_depend_on_values = False  # the same compute for any weights: counted on the meta device
+    region_setting = EAGER  # `vitscale.models.regions.compile_regions` compiles `stack`
 
     def __init__(self, config: ModelConfig, make_block: Callable[[], nn.Module]) -> None:
         super().__init__()
         self.blocks = nn.ModuleList(make_block() for _ in range(config.depth))
 
     def forward(self, x: Tensor, grid_hw: tuple[int, int]) -> Tensor:
+        return bound(self, "stack", self.region_setting)(x, grid_hw)
+
+    def stack(self, x: Tensor, grid_hw: tuple[int, int]) -> Tensor:
+        """The blocks one after another: this regime's region (`vitscale.models.regions`)."""
         for block in self.blocks:
             x = block(x, grid_hw)
         return x

@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager, nullcontext
 from torch import Tensor, nn
 
 from vitscale.models.config import ModelConfig
+from vitscale.models.regions import EAGER, bound
 
 
 class Looped(nn.Module):
@@ -19,6 +20,7 @@ class Looped(nn.Module):
 
     last_nfe: int | None = None
     flops_depend_on_values = False  # the same compute for any weights: counted on the meta device
+    region_setting = EAGER  # `vitscale.models.regions.compile_regions` compiles `stack`
 
     def __init__(self, config: ModelConfig, make_block: Callable[[], nn.Module]) -> None:
         super().__init__()
@@ -26,6 +28,10 @@ class Looped(nn.Module):
         self.depth = config.depth
 
     def forward(self, x: Tensor, grid_hw: tuple[int, int]) -> Tensor:
+        return bound(self, "stack", self.region_setting)(x, grid_hw)
+
+    def stack(self, x: Tensor, grid_hw: tuple[int, int]) -> Tensor:
+        """The `depth` applications: this regime's region (`vitscale.models.regions`)."""
         for _ in range(self.depth):
             x = self.block(x, grid_hw)
         return x

@@ -32,6 +32,7 @@ from torchdiffeq import odeint, odeint_adjoint
 from vitscale.errors import SolverError, TrialDiverged
 from vitscale.models.config import ModelConfig
 from vitscale.models.regimes.ode_settings import FIXED_GRID_SOLVERS, OdeConfig
+from vitscale.models.regions import EAGER, bound
 
 SOLVER_FAILURES = ("underflow in dt", "max_num_steps exceeded")
 
@@ -79,6 +80,9 @@ class NeuralOde(nn.Module):
     # An adaptive solver's step count depends on the weights: FLOPs are counted on a real forward.
     flops_depend_on_values = True
     last_nfe: int | None = None  # field evaluations of the latest forward (set by each forward)
+    # `vitscale.models.regions.compile_regions` compiles one field evaluation (the block's residual
+    # branches); the solver loop and the evaluation counters stay eager, so nothing recompiles per step
+    region_setting = EAGER
 
     def __init__(self, config: ModelConfig, make_block: Callable[[], nn.Module]) -> None:
         super().__init__()
@@ -157,14 +161,16 @@ class NeuralOde(nn.Module):
         # would look like local error and inflate the step count, differently per mixer.
         exact = adaptive and self.settings.field_fp32 and torch.is_autocast_enabled(x.device.type)
 
+        residual = bound(self.block, "residual", self.region_setting)
+
         def field(t: Tensor, y: Tensor) -> Tensor:
             nonlocal calls
             calls += 1
             self.nfe_count += 1
             if exact:
                 with torch.autocast(x.device.type, enabled=False):
-                    return self.block.residual(y.float(), grid_hw).to(y.dtype)
-            return self.block.residual(y, grid_hw).to(y.dtype)  # autocast may return bf16
+                    return residual(y.float(), grid_hw).to(y.dtype)
+            return residual(y, grid_hw).to(y.dtype)  # autocast may return bf16
 
         min_step = torch.finfo(x.dtype).eps * self.t_end
 
