@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -29,15 +30,14 @@ from torch import nn
 _COMPILED: dict[tuple[Callable, str, bool | None], Callable] = {}
 
 
+@dataclass(frozen=True)
 class Setting:
     """How a region runs: eagerly (`mode` None) or compiled in `mode` with `dynamic`."""
 
-    __slots__ = ("mode", "dynamic")
+    mode: str | None = None
+    dynamic: bool | None = None
 
-    def __init__(self, mode: str | None = None, dynamic: bool | None = None) -> None:
-        self.mode, self.dynamic = mode, dynamic
-
-    def __repr__(self) -> str:
+    def __str__(self) -> str:
         return "eager" if self.mode is None else f"compiled({self.mode}, dynamic={self.dynamic})"
 
 
