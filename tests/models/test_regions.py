@@ -7,6 +7,7 @@ them, which no stand-in shows.
 from __future__ import annotations
 
 import copy
+import shutil
 
 import pytest
 import torch
@@ -15,6 +16,12 @@ from torch._dynamo.exc import FailOnRecompileLimitHit
 
 from vitscale.models import build, regions
 from vitscale.models.measure import regime_flops_split
+
+# inductor builds its CPU kernels with a C++ compiler
+pytestmark = pytest.mark.skipif(
+    not any(shutil.which(cxx) for cxx in ("g++", "clang++", "c++")),
+    reason="torch.compile needs a C++ compiler",
+)
 
 MIDPOINT = {"solver": "midpoint", "step_size": 0.5}  # 4 steps x 2 evaluations over [0, 2]
 
