@@ -66,8 +66,7 @@ def save_served_model(
     folder = Path(directory) / SERVED_DIR
     folder.mkdir(parents=True, exist_ok=True)
     classifier = copy.deepcopy(model).to("cpu", torch.float32).eval()
-    for region in regions.regions(classifier):  # served eagerly: no compiler where it is loaded
-        region.region_setting = regions.EAGER
+    regions.uncompile(classifier)  # served eagerly: no compiler where it is loaded
     served = ServedClassifier(classifier, resolution, bundle.mean, bundle.std, precision).eval()
     try:
         torch.save(served, folder / SERVED_MODEL_FILE, pickle_module=cloudpickle)
